@@ -1,0 +1,17 @@
+PY := .venv/bin/python
+
+.PHONY: setup test distill bench
+setup: .venv/.installed
+.venv/.installed: pyproject.toml constraints.txt scripts/setup.sh
+	bash scripts/setup.sh
+
+# The tests (what .ci/run calls).
+test: setup
+	$(PY) -m pytest -q
+
+# The main job: distil the default student from the built-in teacher and text, evaluate, print results.
+distill: setup
+	$(PY) examples/distill.py --preset quick
+
+bench: setup
+	$(PY) benchmarks/run.py

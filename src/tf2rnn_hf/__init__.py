@@ -1,0 +1,25 @@
+"""tf2rnn_hf: distil transformer sentence encoders into recurrent encoders that update in O(1) per step.
+
+Importing the package registers the model with `AutoConfig`/`AutoModel`, so checkpoints load without
+`trust_remote_code`.
+"""
+
+from transformers import AutoConfig, AutoModel
+
+from .configuration_tf2rnn import CELL_TYPES, TF2RNNConfig
+from .modeling_tf2rnn import TF2RNNModel, TF2RNNModelOutput, TF2RNNPreTrainedModel, TF2RNNState
+
+__version__ = "0.1.0"
+
+AutoConfig.register(TF2RNNConfig.model_type, TF2RNNConfig, exist_ok=True)
+AutoModel.register(TF2RNNConfig, TF2RNNModel, exist_ok=True)
+
+__all__ = [
+    "CELL_TYPES",
+    "TF2RNNConfig",
+    "TF2RNNModel",
+    "TF2RNNModelOutput",
+    "TF2RNNPreTrainedModel",
+    "TF2RNNState",
+    "__version__",
+]

@@ -1,0 +1,37 @@
+"""Shared fixtures: tiny configs for every cell, and the real built-in teacher (loaded once)."""
+
+import os
+
+# Nothing in the suite may reach a hub; set before transformers/huggingface_hub are imported.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from tf2rnn_hf import CELL_TYPES, TF2RNNConfig, TF2RNNModel  # noqa: E402
+
+
+def tiny_config(cell_type: str = "gru", **overrides) -> TF2RNNConfig:
+    """A small config of `cell_type` with two layers, so layer stacking is exercised too."""
+    kwargs = dict(vocab_size=50, hidden_size=24, num_hidden_layers=2, cell_type=cell_type, output_size=16,
+                  num_attention_heads=4, rem_real_heads=1, rem_cyclic_heads=1, num_slots=5, skip_token_ids=[0, 1])
+    kwargs.update(overrides)
+    return TF2RNNConfig(**kwargs)
+
+
+def tiny_model(cell_type: str, seed: int = 0, **overrides) -> TF2RNNModel:
+    torch.manual_seed(seed)
+    return TF2RNNModel(tiny_config(cell_type, **overrides)).eval()
+
+
+@pytest.fixture(params=CELL_TYPES)
+def cell_type(request):
+    return request.param
+
+
+@pytest.fixture(scope="session")
+def teacher():
+    from tf2rnn_hf.teacher import Teacher
+
+    return Teacher("built-in")
