@@ -242,7 +242,16 @@ class _StackedCell(TF2RNNCell):
     def _layer_state(self, state, i):
         return state[i * self._per_layer:(i + 1) * self._per_layer]
 
+    chunk_size = 128  # the parallel form costs O(T^2); longer inputs run chunk by chunk, carrying the state
+
     def forward(self, inputs, state, lengths):
+        if inputs.shape[1] > self.chunk_size:
+            pieces = []
+            for start in range(0, inputs.shape[1], self.chunk_size):
+                chunk = inputs[:, start:start + self.chunk_size]
+                outs, state = self.forward(chunk, state, (lengths - start).clamp(0, chunk.shape[1]))
+                pieces.append(outs)
+            return [torch.cat(layer_outs, 1) for layer_outs in zip(*pieces)], state
         x, outputs, new_state = self.proj(inputs), [], []
         for i, layer in enumerate(self.layers):
             x, s = layer(x, self._layer_state(state, i), lengths)
