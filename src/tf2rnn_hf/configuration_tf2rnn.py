@@ -55,6 +55,9 @@ class TF2RNNConfig(PretrainedConfig):
             Standard deviation of the normal initialisation of linear layers.
         layer_norm_eps (`float`, defaults to 1e-5):
             Epsilon of layer norms in the attention-like cells.
+        state_lift (`bool`, defaults to `False`):
+            Add a learned map from a teacher embedding to a cell state (`gru`/`lstm` only), used by the
+            teacher-transition loss and scheduled sampling: predict e(t) from the teacher's e(t-1) and token t.
         use_cache (`bool`, defaults to `True`):
             Whether `forward` returns the `past_state` to continue from.
     """
@@ -82,6 +85,7 @@ class TF2RNNConfig(PretrainedConfig):
         teacher_name_or_path: Optional[str] = None,
         initializer_range: float = 0.02,
         layer_norm_eps: float = 1e-5,
+        state_lift: bool = False,
         use_cache: bool = True,
         pad_token_id: int = 0,
         **kwargs,
@@ -105,6 +109,7 @@ class TF2RNNConfig(PretrainedConfig):
         self.teacher_name_or_path = teacher_name_or_path
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
+        self.state_lift = state_lift
         self.use_cache = use_cache
         self._validate()
         super().__init__(pad_token_id=pad_token_id, **kwargs)
@@ -137,6 +142,8 @@ class TF2RNNConfig(PretrainedConfig):
                     f"rem_real_heads ({self.rem_real_heads}) + rem_cyclic_heads ({self.rem_cyclic_heads}) must be "
                     f"non-negative and at most num_attention_heads ({self.num_attention_heads})."
                 )
+        if self.state_lift and self.cell_type not in ("gru", "lstm"):
+            raise ValueError(f"state_lift is available for the gru and lstm cells, not {self.cell_type!r}.")
         if not 0.0 <= float(self.dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
         bad = [i for i in self.skip_token_ids if not 0 <= int(i) < self.vocab_size]

@@ -142,6 +142,10 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         self.dropout = nn.Dropout(config.dropout)
         self.cell = build_cell(config)
         self.readout = nn.Linear(config.hidden_size, config.output_size)
+        self.state_lift = None
+        if config.state_lift:
+            shapes = self.cell.state_shapes()
+            self.state_lift = nn.Linear(config.output_size, sum(a * b for a, b in shapes))
         # Not a buffer: checkpoint loading builds modules on the meta device and never refills
         # non-persistent buffers, so the ids are rebuilt from the config per device instead.
         self._skip_ids = {}
@@ -206,6 +210,8 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         use_cache: Optional[bool] = None,
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
+        teacher_states: Optional[torch.Tensor] = None,
+        teacher_forcing: Optional[torch.Tensor] = None,
         **kwargs,
     ) -> Union[Tuple, TF2RNNModelOutput]:
         r"""
@@ -220,6 +226,12 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         use_cache (`bool`, *optional*):
             Return the state to continue from (default: `config.use_cache`).
 
+        teacher_states (`torch.Tensor` of shape `(batch_size, steps, output_size)`, *optional*):
+            Training only: the teacher's embedding after each step. With `teacher_forcing`, the state before
+            step t is lifted from `teacher_states[:, t-1]` by `state_lift` wherever `teacher_forcing[:, t]`
+            is true (all true: the parallel teacher-transition mode; some: scheduled sampling). Rows must
+            be right-padded; no `past_state` is returned.
+
         An empty sequence (`steps == 0`) is allowed: it returns the state unchanged, and a row that has
         seen no real step has an all-zero embedding.
         """
@@ -229,6 +241,10 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         )
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         self._check_inputs(input_ids, past_state)
+        if teacher_states is not None:
+            preds = self._teacher_forced(input_ids, attention_mask, teacher_states, teacher_forcing)
+            pooled = preds[torch.arange(len(preds)), (self.step_mask(input_ids, attention_mask).sum(1) - 1).clamp(min=0)]
+            return TF2RNNModelOutput(last_hidden_state=preds, pooler_output=pooled) if return_dict else (preds, pooled)
         batch, steps = input_ids.shape
         state = past_state if past_state is not None else self.init_state(batch)
         mask = self.step_mask(input_ids, attention_mask)
@@ -277,15 +293,78 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         return TF2RNNModelOutput(last_hidden_state=trajectory, pooler_output=pooled, past_state=new_state,
                                  hidden_states=hidden_states)
 
+    def _lift_cell(self, embedding: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        if self.state_lift is None:
+            raise ValueError("Teacher forcing needs a state_lift; build the student with state_lift=True "
+                             "(gru/lstm cells).")
+        flat = self.state_lift(embedding)
+        tensors, start = [], 0
+        for i, shape in enumerate(self.cell.state_shapes()):
+            size = shape[0] * shape[1]
+            part = flat[..., start:start + size].reshape(*flat.shape[:-1], *shape)
+            tensors.append(torch.tanh(part) if i == 0 else part)  # h is a tanh output; an LSTM's c is not
+            start += size
+        return tuple(tensors)
+
+    def _teacher_forced(self, input_ids, attention_mask, teacher_states, teacher_forcing) -> torch.Tensor:
+        """Embeddings after each step when the state before step t is lifted from the teacher's e(t-1)
+        where `teacher_forcing` says so (see `forward`)."""
+        mask = self.step_mask(input_ids, attention_mask)
+        batch, steps = input_ids.shape
+        lengths = mask.sum(1)
+        if not torch.equal(mask, torch.arange(steps, device=mask.device)[None] < lengths[:, None]):
+            raise ValueError("Teacher forcing needs right-padded rows without skipped tokens inside.")
+        force = torch.ones_like(mask) if teacher_forcing is None else teacher_forcing.bool()
+        force = force & mask
+        vectors = self.embeddings(input_ids) * mask[..., None].to(teacher_states.dtype)
+        counts = torch.cumsum(mask.long(), 1).clamp(min=1)[..., None].to(vectors.dtype)
+        means = torch.cumsum(vectors, 1) / counts
+        prev = torch.cat([torch.zeros_like(teacher_states[:, :1]), teacher_states[:, :-1]], 1)
+        first = (torch.arange(steps, device=mask.device) == 0)[None].expand(batch, -1)
+
+        def lifted(e, is_first):
+            # Before the first step the state is the initial (zero) state, not a lift.
+            return tuple(torch.where(is_first.view(-1, *([1] * (a.dim() - 1))), torch.zeros_like(a), a)
+                         for a in self._lift_cell(e))
+
+        x = self.dropout(vectors)
+        if bool(force[mask].all()):  # every step teacher-forced: all steps at once, no recurrence
+            bi, ti = mask.nonzero(as_tuple=True)
+            out, _ = self.cell.step(x[bi, ti], lifted(prev[bi, ti], first[bi, ti]))
+            raw = self.readout(out)
+            if self.config.residual_token_mean:
+                raw = raw + means[bi, ti]
+            preds = teacher_states.new_zeros(batch, steps, self.config.output_size)
+            preds[bi, ti] = F.normalize(raw, dim=-1)
+            return preds
+        state, outs = self.cell.init_state(batch, device=input_ids.device, dtype=vectors.dtype), []
+        for t in range(steps):  # scheduled sampling: restart some rows from the teacher's state
+            restart = force[:, t]
+            lift = lifted(prev[:, t], first[:, t])
+            state = tuple(torch.where(restart.view(-1, *([1] * (a.dim() - 1))), b, a) for a, b in zip(state, lift))
+            out, new = self.cell.step(x[:, t], state)
+            live = mask[:, t]
+            state = tuple(torch.where(live.view(-1, *([1] * (a.dim() - 1))), b, a) for a, b in zip(state, new))
+            outs.append(out)
+        raw = self.readout(torch.stack(outs, 1))
+        if self.config.residual_token_mean:
+            raw = raw + means
+        return F.normalize(raw, dim=-1) * mask[..., None].to(raw.dtype)
+
     @torch.no_grad()
     def step(self, input_ids: torch.LongTensor, past_state: Optional[TF2RNNState] = None
              ) -> Tuple[torch.Tensor, TF2RNNState]:
         """One real step per row (input_ids [batch]): the fast path for streams. Returns (embedding, state)."""
         input_ids = input_ids.reshape(-1)
         self._check_inputs(input_ids[:, None], past_state)
+        return self.step_with_grad(input_ids, past_state)
+
+    def step_with_grad(self, input_ids: torch.LongTensor, past_state: Optional[TF2RNNState] = None
+                       ) -> Tuple[torch.Tensor, TF2RNNState]:
+        """`step` without input checks and with autograd (teacher-forced training)."""
         state = past_state if past_state is not None else self.init_state(input_ids.shape[0])
         vec = self.embeddings(input_ids)
-        out, cell_state = self.cell.step(vec, state.cell_state)
+        out, cell_state = self.cell.step(self.dropout(vec), state.cell_state)
         raw = self.readout(out)
         seen = state.seen_tokens + 1
         token_sum = state.token_sum

@@ -1,0 +1,251 @@
+"""Distillation training: a collator for trajectory rows, the losses as small modules, a schedule that
+mixes them, and `DistillationTrainer(transformers.Trainer)` which supplies the loss and fidelity metrics."""
+
+import dataclasses
+import random
+from typing import Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import Trainer
+
+from . import scores
+from .modeling_tf2rnn import TF2RNNModel
+
+METRICS = ("cosine", "mse")
+
+
+class TrajectoryCollator:
+    """Pads trajectory rows into a batch: input_ids/attention_mask [B, T], targets [B, T, D] (the teacher
+    embedding after step t, where one exists) and target_mask [B, T]."""
+
+    def __init__(self, pad_token_id: int = 0, max_steps: Optional[int] = None):
+        self.pad_token_id = pad_token_id
+        self.max_steps = max_steps
+
+    def __call__(self, rows: List[dict]) -> Dict[str, torch.Tensor]:
+        lengths = [len(r["input_ids"]) for r in rows]
+        width = max(lengths) if self.max_steps is None else min(max(lengths), self.max_steps)
+        dim = len(rows[0]["trajectory"][0])
+        batch = len(rows)
+        input_ids = torch.full((batch, width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros(batch, width, dtype=torch.long)
+        targets = torch.zeros(batch, width, dim)
+        target_mask = torch.zeros(batch, width)
+        for i, row in enumerate(rows):
+            n = min(lengths[i], width)
+            input_ids[i, :n] = torch.as_tensor(row["input_ids"][:n])
+            attention_mask[i, :n] = 1
+            steps = torch.as_tensor(row["target_steps"], dtype=torch.long) - 1
+            traj = torch.as_tensor(row["trajectory"], dtype=torch.float32)
+            keep = steps < n
+            targets[i, steps[keep]] = traj[keep]
+            target_mask[i, steps[keep]] = 1.0
+        return {"input_ids": input_ids, "attention_mask": attention_mask, "targets": targets,
+                "target_mask": target_mask}
+
+
+def step_loss(pred: torch.Tensor, target: torch.Tensor, metric: str) -> torch.Tensor:
+    """Per-position loss between unit vectors: 1 - cos, or the mean squared error (= 2 (1 - cos) / D)."""
+    if metric == "cosine":
+        return 1.0 - F.cosine_similarity(pred, target, dim=-1)
+    if metric == "mse":
+        return (pred - target).pow(2).mean(-1)
+    raise ValueError(f"Unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
+
+
+def position_weights(target_mask: torch.Tensor, attention_mask: torch.Tensor, final_weight: float) -> torch.Tensor:
+    """Weight 1 at every target step, `final_weight` at each row's last step."""
+    weights = target_mask.clone()
+    last = attention_mask.sum(1) - 1
+    rows = torch.arange(len(last))
+    weights[rows, last] = weights[rows, last] * final_weight
+    return weights
+
+
+def _weighted_mean(loss: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    return (loss * weights).sum() / weights.sum().clamp(min=1e-9)
+
+
+def _last_positions(mask: torch.Tensor) -> torch.Tensor:
+    return (mask.sum(1) - 1).clamp(min=0)
+
+
+class TransitionLoss(nn.Module):
+    """Teacher-forced one step: from the teacher's e(t-1) (lifted into a cell state) and token t, predict
+    e(t). All steps run in parallel as independent one-step problems: no backprop through time. Steps
+    whose previous target is missing (sparse trajectories) are left out."""
+
+    def __init__(self, metric: str = "cosine", final_weight: float = 1.0):
+        super().__init__()
+        self.metric, self.final_weight = metric, final_weight
+
+    def forward(self, model: nn.Module, batch: Dict[str, torch.Tensor]) -> torch.Tensor:
+        ids, mask, targets, tmask = (batch[k] for k in ("input_ids", "attention_mask", "targets", "target_mask"))
+        has_prev = torch.cat([torch.ones_like(tmask[:, :1]), tmask[:, :-1]], 1)
+        preds = model(ids, attention_mask=mask, teacher_states=targets).last_hidden_state
+        weights = position_weights(tmask * has_prev, mask, self.final_weight)
+        return _weighted_mean(step_loss(preds, targets, self.metric), weights)
+
+
+class RolloutLoss(nn.Module):
+    """Free-running: the student runs on its own states over the whole text, with a loss at every target
+    step. `tbptt` truncates backprop every that many steps; `restart_prob` (scheduled sampling) restarts
+    the state from the lifted teacher state before a step with that probability. Returns (loss, preds)."""
+
+    def __init__(self, metric: str = "cosine", final_weight: float = 1.0, tbptt: Optional[int] = None):
+        super().__init__()
+        self.metric, self.final_weight, self.tbptt = metric, final_weight, tbptt
+
+    def forward(self, model: nn.Module, batch: Dict[str, torch.Tensor], restart_prob: float = 0.0):
+        ids, mask, targets, tmask = (batch[k] for k in ("input_ids", "attention_mask", "targets", "target_mask"))
+        if restart_prob > 0:
+            has_prev = torch.cat([torch.zeros_like(tmask[:, :1]), tmask[:, :-1]], 1) > 0
+            force = (torch.rand(ids.shape, device=ids.device) < restart_prob) & has_prev
+            preds = model(ids, attention_mask=mask, teacher_states=targets, teacher_forcing=force).last_hidden_state
+        elif self.tbptt and self.tbptt < ids.shape[1]:
+            pieces, state = [], None
+            for start in range(0, ids.shape[1], self.tbptt):
+                out = model(ids[:, start:start + self.tbptt], attention_mask=mask[:, start:start + self.tbptt],
+                            past_state=state, use_cache=True)
+                pieces.append(out.last_hidden_state)
+                state = out.past_state.detach()
+            preds = torch.cat(pieces, 1)
+        else:
+            preds = model(ids, attention_mask=mask, use_cache=False).last_hidden_state
+        weights = position_weights(tmask, mask, self.final_weight)
+        return _weighted_mean(step_loss(preds, targets, self.metric), weights), preds
+
+
+class SimilarityLoss(nn.Module):
+    """Match the teacher's in-batch similarity structure of final embeddings (mean squared difference of
+    the off-diagonal cosine matrices): neighbour agreement depends on it more than on cosine alone."""
+
+    def forward(self, student_final: torch.Tensor, teacher_final: torch.Tensor) -> torch.Tensor:
+        s = student_final @ student_final.T
+        t = teacher_final @ teacher_final.T
+        off = ~torch.eye(len(s), dtype=torch.bool, device=s.device)
+        return (s - t)[off].pow(2).mean() if off.any() else s.sum() * 0
+
+
+@dataclasses.dataclass
+class LossSchedule:
+    """Weights of the losses over training progress p in [0, 1]: transition alone until
+    `transition_until`, then annealed linearly into rollout over `anneal`; scheduled-sampling restarts
+    decay from `restart_prob` to 0 over the rollout phase."""
+
+    transition_until: float = 0.0
+    anneal: float = 0.0
+    restart_prob: float = 0.0
+    similarity_weight: float = 0.0
+
+    def transition_weight(self, progress: float) -> float:
+        if progress < self.transition_until:
+            return 1.0
+        if self.anneal <= 0:
+            return 0.0
+        return max(0.0, 1.0 - (progress - self.transition_until) / self.anneal)
+
+    def restart(self, progress: float) -> float:
+        span = max(1e-9, 1.0 - self.transition_until)
+        return self.restart_prob * max(0.0, 1.0 - (progress - self.transition_until) / span)
+
+    @property
+    def uses_transition(self) -> bool:
+        return self.transition_until > 0 or self.anneal > 0 or self.restart_prob > 0
+
+
+class DistillationTrainer(Trainer):
+    """A `Trainer` whose loss is the distillation schedule, and whose evaluation adds fidelity metrics
+    (final and all-prefix cosine, free-running, and neighbour agreement@10 on the eval split)."""
+
+    def __init__(self, *args, schedule: Optional[LossSchedule] = None, metric: str = "cosine",
+                 final_weight: float = 1.0, tbptt: Optional[int] = None, **kwargs):
+        if metric not in METRICS:
+            raise ValueError(f"Unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
+        super().__init__(*args, **kwargs)
+        self.schedule = schedule or LossSchedule()
+        self.transition = TransitionLoss(metric, final_weight)
+        self.rollout = RolloutLoss(metric, final_weight, tbptt)
+        self.similarity = SimilarityLoss()
+        if self.schedule.uses_transition and getattr(self.model.config, "state_lift", False) is not True:
+            raise ValueError("The schedule uses the transition loss or restarts: build the student with "
+                             "state_lift=True (gru/lstm cells).")
+
+    def _progress(self) -> float:
+        total = max(1, self.state.max_steps)
+        return min(1.0, self.state.global_step / total)
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        # Every loss calls `model` itself, so under DDP the gradients are synchronised.
+        p = self._progress() if model.training else 1.0
+        w_tr = self.schedule.transition_weight(p) if model.training else 0.0
+        terms = {}
+        loss = torch.zeros((), device=inputs["input_ids"].device)
+        if w_tr > 0:
+            terms["transition"] = self.transition(model, inputs)
+            loss = loss + w_tr * terms["transition"]
+        if w_tr < 1:
+            restart = self.schedule.restart(p) if model.training else 0.0
+            terms["rollout"], preds = self.rollout(model, inputs, restart)
+            loss = loss + (1 - w_tr) * terms["rollout"]
+            if self.schedule.similarity_weight > 0:
+                mask, tmask = inputs["attention_mask"], inputs["target_mask"]
+                last, rows = _last_positions(mask), torch.arange(len(mask), device=mask.device)
+                if len(mask) > 1 and bool((tmask[rows, last] > 0).all()):
+                    terms["similarity"] = self.similarity(preds[rows, last], inputs["targets"][rows, last])
+                    loss = loss + self.schedule.similarity_weight * (1 - w_tr) * terms["similarity"]
+        if model.training:
+            self._last_terms = {f"loss_{k}": float(v.detach()) for k, v in terms.items()}
+        return (loss, {"loss": loss}) if return_outputs else loss
+
+    def log(self, logs: Dict[str, float], *args, **kwargs) -> None:
+        if "loss" in logs and getattr(self, "_last_terms", None):
+            logs.update(self._last_terms)
+            logs["transition_weight"] = self.schedule.transition_weight(self._progress())
+        super().log(logs, *args, **kwargs)
+
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> Dict[str, float]:
+        metrics = super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        dataset = eval_dataset if eval_dataset is not None else self.eval_dataset
+        if dataset is not None and self.is_world_process_zero():
+            student = self.accelerator.unwrap_model(self.model)
+            extra = fidelity_metrics(student, dataset, self.data_collator, self.args.per_device_eval_batch_size)
+            extra = {f"{metric_key_prefix}_{k}": v for k, v in extra.items()}
+            metrics.update(extra)
+            self.log(extra)
+        return metrics
+
+
+@torch.no_grad()
+def fidelity_metrics(model: TF2RNNModel, dataset, collator: TrajectoryCollator, batch_size: int = 64
+                     ) -> Dict[str, float]:
+    """Free-running fidelity on trajectory rows: final cosine, mean cosine over all target prefixes,
+    and neighbour agreement@10 of final embeddings (when there are more than 10 rows)."""
+    was_training = model.training
+    model.eval()
+    finals_s, finals_t, prefix_cos = [], [], []
+    device = next(model.parameters()).device
+    for start in range(0, len(dataset), batch_size):
+        batch = collator([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])
+        batch = {k: v.to(device) for k, v in batch.items()}
+        out = model(batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False)
+        cos = F.cosine_similarity(out.last_hidden_state, batch["targets"], dim=-1)
+        prefix_cos.append(cos[batch["target_mask"] > 0])
+        last = batch["attention_mask"].sum(1) - 1
+        rows = torch.arange(len(last), device=device)
+        finals_s.append(out.pooler_output)
+        finals_t.append(batch["targets"][rows, last])
+    model.train(was_training)
+    s, t = torch.cat(finals_s).cpu(), torch.cat(finals_t).cpu()
+    result = {"final_cosine": float(scores.cosine_fidelity(s, t).mean()),
+              "prefix_cosine": float(torch.cat(prefix_cos).mean())}
+    if len(s) > 10:
+        result["neighbour_agreement@10"] = scores.neighbour_agreement(s, t, k=10)
+    return result
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
