@@ -112,6 +112,10 @@ def parse(argv):
         if preset not in PRESETS:
             parser.error(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     defaults = PRESETS.get(preset, [])
+    if not torch.cuda.is_available() and "--use_cpu" not in argv:
+        # Without GPUs, processes started by `accelerate launch --multi_gpu` connect over gloo only
+        # when training runs on the CPU explicitly.
+        defaults = defaults + ["--use_cpu", "true"]
     if "--output_dir" not in argv + defaults:
         defaults = defaults + ["--output_dir", "outputs/tf2rnn-student"]
     return parser.parse_args_into_dataclasses(args=defaults + list(argv))

@@ -5,6 +5,11 @@ import os
 # Nothing in the suite may reach a hub; set before transformers/huggingface_hub are imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Derived artefacts (token vectors, corpora) go to one folder per test session, shared with subprocesses.
+if "TF2RNN_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["TF2RNN_CACHE"] = tempfile.mkdtemp(prefix="tf2rnn-test-cache-")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

@@ -200,6 +200,13 @@ class DistillationTrainer(Trainer):
             self._last_terms = {f"loss_{k}": float(v.detach()) for k, v in terms.items()}
         return (loss, {"loss": loss}) if return_outputs else loss
 
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        # The distillation loss is the evaluation loss; there are no logits or labels to gather.
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            loss = self.compute_loss(model, inputs)
+        return loss.detach(), None, None
+
     def log(self, logs: Dict[str, float], *args, **kwargs) -> None:
         if "loss" in logs and getattr(self, "_last_terms", None):
             logs.update(self._last_terms)

@@ -213,10 +213,13 @@ def stats(root: Union[str, Path]) -> Dict[str, float]:
 def build(texts: Sequence[str], teacher: Teacher, settings: Optional[TrajectorySettings] = None,
           cache_dir: Optional[Union[str, Path]] = None, progress: bool = True) -> datasets.Dataset:
     """Generate (sharing the work among accelerate processes when launched that way) and load."""
+    import torch
     from accelerate import PartialState
 
     settings = settings or TrajectorySettings()
-    state = PartialState()
+    # On a machine without GPUs, `accelerate launch --multi_gpu` processes only connect (over gloo) when
+    # the state is created for CPU; the launcher overrides ACCELERATE_USE_CPU, so ask for it here.
+    state = PartialState(cpu=not torch.cuda.is_available())
     root = generate(texts, teacher, settings, cache_dir, state.process_index, state.num_processes,
                     progress=progress and state.is_local_main_process)
     state.wait_for_everyone()

@@ -1,0 +1,166 @@
+"""DistillationTrainer: losses, the schedule, two accelerate processes, exact resume, held-out loss."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import TrainingArguments
+
+from tf2rnn_hf import TF2RNNModel, trajectories
+from tf2rnn_hf.trainer import (DistillationTrainer, LossSchedule, RolloutLoss, SimilarityLoss, TrajectoryCollator,
+                               TransitionLoss, position_weights, step_loss)
+
+ROOT = Path(__file__).parents[1]
+RANK_SCRIPT = ROOT / "tests" / "scripts" / "distill_rank_weights.py"
+TEXTS = [f"The {a} {b} near the {c}." for a in ("old", "quick", "silent", "red") for b in
+         ("river flows", "dog sleeps", "engine hums", "poet writes") for c in ("bridge", "house", "forest")]
+
+
+@pytest.fixture(scope="module")
+def data(teacher, tmp_path_factory):
+    settings = trajectories.TrajectorySettings(bf16=False, max_tokens=16, shard_size=64)
+    cache = tmp_path_factory.mktemp("traj")
+    train = trajectories.load(trajectories.generate(TEXTS[:30], teacher, settings, cache, progress=False))
+    held = trajectories.load(trajectories.generate(TEXTS[30:], teacher, settings, cache, progress=False))
+    return train, held
+
+
+def _student(teacher, **kw):
+    torch.manual_seed(0)
+    model, tok = TF2RNNModel.from_teacher(teacher, hidden_size=32, token_init="input_embeddings", **kw)
+    return model, tok
+
+
+def test_collator_places_targets(data):
+    rows = [data[0][i] for i in range(3)]
+    batch = TrajectoryCollator(pad_token_id=0)(rows)
+    n = [len(r["input_ids"]) for r in rows]
+    assert batch["input_ids"].shape == (3, max(n)) and batch["targets"].shape == (3, max(n), 384)
+    assert batch["attention_mask"].sum(1).tolist() == n == batch["target_mask"].sum(1).int().tolist()
+    assert torch.allclose(batch["targets"][0, n[0] - 1], torch.tensor(rows[0]["trajectory"][-1]).float())
+
+
+def test_loss_pieces_by_hand():
+    a = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), dim=-1)
+    b = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    assert torch.allclose(step_loss(a, b, "cosine"), torch.tensor([0.0, 1 - 2 ** -0.5]))
+    assert torch.allclose(step_loss(a, b, "mse"), 2 * step_loss(a, b, "cosine") / 2)
+    w = position_weights(torch.ones(2, 3), torch.tensor([[1, 1, 1], [1, 1, 0]]), 4.0)
+    assert w.tolist() == [[1, 1, 4], [1, 4, 1]]
+    s = SimilarityLoss()(torch.eye(3), torch.eye(3))
+    assert float(s) == 0.0
+    schedule = LossSchedule(transition_until=0.2, anneal=0.4, restart_prob=0.5)
+    assert [schedule.transition_weight(p) for p in (0.1, 0.4, 0.7)] == [1.0, 0.5, 0.0]
+    assert schedule.restart(0.2) == 0.5 and schedule.restart(1.0) == 0.0
+
+
+def test_transition_is_one_step_and_rollout_is_free_running(teacher, data):
+    model, tok = _student(teacher, state_lift=True)
+    batch = TrajectoryCollator(tok.pad_token_id)([data[0][i] for i in range(4)])
+    # Teacher forcing sees the teacher's previous state: changing a target changes the next prediction only.
+    forced = model(batch["input_ids"], attention_mask=batch["attention_mask"], teacher_states=batch["targets"])
+    poked = batch["targets"].clone()
+    poked[:, 2] = torch.nn.functional.normalize(torch.randn_like(poked[:, 2]), dim=-1)
+    forced2 = model(batch["input_ids"], attention_mask=batch["attention_mask"], teacher_states=poked)
+    diff = (forced.last_hidden_state - forced2.last_hidden_state).abs().amax(-1)
+    assert diff[:, :3].max() == 0 and diff[:, 3].min() > 0 and diff[:, 4].max() == 0
+    # Forcing at no step is the free-running model.
+    none = model(batch["input_ids"], attention_mask=batch["attention_mask"], teacher_states=batch["targets"],
+                 teacher_forcing=torch.zeros_like(batch["attention_mask"]))
+    free = model(batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    mask = batch["attention_mask"].bool()
+    assert torch.allclose(none.last_hidden_state[mask], free[mask], atol=1e-5)
+    # Forcing every step in the step loop equals the parallel path.
+    every = torch.ones_like(batch["attention_mask"])
+    every[0, -1] = 0  # leaves the parallel path
+    loop = model(batch["input_ids"], attention_mask=batch["attention_mask"], teacher_states=batch["targets"],
+                 teacher_forcing=every).last_hidden_state
+    same = mask.clone()
+    same[0, -1] = False
+    assert torch.allclose(loop[same], forced.last_hidden_state[same], atol=1e-5)
+    assert TransitionLoss()(model, batch) > 0
+    loss, preds = RolloutLoss(tbptt=3)(model, batch)
+    assert torch.allclose(preds[mask], free[mask], atol=1e-5) and loss > 0
+
+
+def test_transition_schedule_needs_a_lift(teacher, data, tmp_path):
+    model, tok = _student(teacher)
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True)
+    with pytest.raises(ValueError, match="state_lift=True"):
+        DistillationTrainer(model=model, args=args, train_dataset=data[0], data_collator=TrajectoryCollator(),
+                            schedule=LossSchedule(transition_until=0.5))
+
+
+def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
+    model, tok = _student(teacher, state_lift=True)
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=40,
+                             per_device_train_batch_size=8, per_device_eval_batch_size=16, learning_rate=3e-3,
+                             remove_unused_columns=False, save_strategy="no", logging_steps=10, seed=0,
+                             disable_tqdm=True)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0], eval_dataset=data[1],
+                                  data_collator=TrajectoryCollator(tok.pad_token_id),
+                                  schedule=LossSchedule(transition_until=0.25, anneal=0.25, restart_prob=0.2,
+                                                        similarity_weight=0.5))
+    before = trainer.evaluate()
+    trainer.train()
+    after = trainer.evaluate()
+    assert after["eval_loss"] < before["eval_loss"]
+    assert after["eval_final_cosine"] > before["eval_final_cosine"]
+    assert {"eval_prefix_cosine", "eval_neighbour_agreement@10"} <= set(after)
+    logged = [h for h in trainer.state.log_history if "loss_transition" in h or "loss_rollout" in h]
+    assert any("loss_transition" in h for h in logged) and any("loss_rollout" in h for h in logged)
+
+
+def _distill_args(out, cache, *extra):
+    return ["--preset", "tiny", "--output_dir", str(out), "--cache_dir", str(cache), "--report_to", "none",
+            "--seed", "7", "--disable_tqdm", "true", *extra]
+
+
+def _env():
+    return dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+
+
+def test_two_processes_train_identical_weights(tmp_path):
+    cmd = ["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
+           "no", "--dynamo_backend", "no", str(RANK_SCRIPT),
+           *_distill_args(tmp_path / "out", tmp_path / "cache", "--save_strategy", "no")]
+    run = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    lines = re.findall(r"RANK (\d) WORLD (\d) SHA (\w+)", run.stdout)
+    assert sorted(r for r, _, _ in lines) == ["0", "1"], run.stdout[-2000:]
+    assert {w for _, w, _ in lines} == {"2"}
+    assert len({sha for _, _, sha in lines}) == 1  # DDP kept both ranks' weights identical
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+
+
+def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
+    common = ["--max_steps", "40", "--save_strategy", "steps", "--save_steps", "10", "--use_cpu", "true"]
+    full = subprocess.run([sys.executable, str(RANK_SCRIPT), *_distill_args(tmp_path / "full", tmp_path / "c",
+                                                                            *common)],
+                          env=_env(), capture_output=True, text=True, timeout=600)
+    assert full.returncode == 0, full.stderr[-3000:]
+    expected = re.search(r"SHA (\w+)", full.stdout).group(1)
+
+    out = tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, str(RANK_SCRIPT), *_distill_args(out, tmp_path / "c", *common)],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while time.time() < deadline and not (out / "checkpoint-10" / "trainer_state.json").is_file():
+        time.sleep(0.02)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "checkpoint-40").exists(), "the run finished before it could be interrupted"
+    last = max((p for p in out.glob("checkpoint-*") if (p / "trainer_state.json").is_file()),
+               key=lambda p: int(p.name.split("-")[1]))
+    resumed = subprocess.run([sys.executable, str(RANK_SCRIPT),
+                              *_distill_args(out, tmp_path / "c", *common, "--resume_from_checkpoint", str(last))],
+                             env=_env(), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert re.search(r"SHA (\w+)", resumed.stdout).group(1) == expected

@@ -1,0 +1,125 @@
+"""Trajectories: batched == one call per prefix, char prefixes, crash-safe resumable shards, and two
+accelerate processes producing the same cache as one."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tf2rnn_hf import trajectories as T
+
+SCRIPT = Path(__file__).parent / "scripts" / "gen_trajectories.py"
+RANDOM_TEXTS = ["Colourless green ideas sleep furiously.", "A", "an unusual-looking 1999 café, oddly named",
+                "Hello hello HELLO", "    ", "x y z w v u t s r q p", "Colourless green dreams."]
+
+
+def test_batched_equals_one_call_per_prefix(teacher):
+    settings = T.TrajectorySettings(bf16=False, token_budget=64)
+    ds, stats = T.compute_shard(RANDOM_TEXTS, teacher, settings)
+    assert stats["skipped_empty"] == 1 and stats["texts"] == 6
+    assert stats["teacher_calls"] < stats["prefixes"]  # the shared "Colourless green" prefixes run once
+    ds = ds.with_format("numpy")
+    for row in ds:
+        ids = row["input_ids"].tolist()
+        for k, t in enumerate(row["target_steps"]):
+            single = teacher.embed_ids([teacher.wrap(ids[:t])])[0].numpy()
+            assert np.abs(row["trajectory"][k].astype(np.float32) - single).max() < 2e-3  # float16 storage
+
+
+def test_stride_keeps_first_and_last():
+    assert T.target_steps(10, 4) == [1, 4, 8, 10]
+    assert T.target_steps(1, 3) == [1]
+    assert T.target_steps(5, 1) == [1, 2, 3, 4, 5]
+    assert T.target_steps(0, 1) == []
+
+
+def test_char_granularity_records_shared_tokens(teacher):
+    settings = T.TrajectorySettings(granularity="char", bf16=False)
+    ds, _ = T.compute_shard(["Hello world"], teacher, settings)
+    row = ds[0]
+    # Typing the space changes no token, so "Hello " gets no target of its own.
+    assert 6 not in row["char_ends"] and row["char_ends"][-1] == len("Hello world")
+    final = teacher.tokenizer("Hello world", add_special_tokens=False)["input_ids"]
+    assert row["char_input_ids"][-1] == final
+    assert row["shared_tokens"][-1] == len(final)
+    for end, ids, shared in zip(row["char_ends"], row["char_input_ids"], row["shared_tokens"]):
+        assert ids == teacher.tokenizer("Hello world"[:end], add_special_tokens=False)["input_ids"]
+        assert ids[:shared] == final[:shared]
+
+
+def test_truncation_is_recorded(teacher):
+    ds, stats = T.compute_shard(["word " * 50], teacher, T.TrajectorySettings(max_tokens=8, bf16=False))
+    assert stats["truncated"] == 1 and ds[0]["truncated"] and len(ds[0]["input_ids"]) == 8
+
+
+def test_bad_settings():
+    with pytest.raises(ValueError, match="granularity"):
+        T.TrajectorySettings(granularity="byte")
+    with pytest.raises(ValueError, match="stride"):
+        T.TrajectorySettings(stride=0)
+
+
+def _env():
+    env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+    env.pop("ACCELERATE_USE_CPU", None)
+    return env
+
+
+def test_killed_run_resumes_without_recomputing(tmp_path):
+    interrupted, clean = tmp_path / "interrupted", tmp_path / "clean"
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), str(interrupted), "40", "4"], env=_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while time.time() < deadline and not list(interrupted.glob("trajectories/*/shard-00001")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    roots = list(interrupted.glob("trajectories/*"))
+    assert len(roots) == 1
+    done = sorted(p.name for p in roots[0].glob("shard-*"))
+    assert 2 <= len(done) < 10, done  # killed mid-way
+    stamps = {p.name: p.stat().st_mtime_ns for p in roots[0].glob("shard-*")}
+    subprocess.run([sys.executable, str(SCRIPT), str(interrupted), "40", "4"], env=_env(), check=True,
+                   capture_output=True)
+    assert all(roots[0].joinpath(name).stat().st_mtime_ns == stamp for name, stamp in stamps.items())
+    subprocess.run([sys.executable, str(SCRIPT), str(clean), "40", "4"], env=_env(), check=True,
+                   capture_output=True)
+    resumed = T.load(roots[0]).with_format("numpy")
+    reference = T.load(next(clean.glob("trajectories/*"))).with_format("numpy")
+    assert resumed["text"] == reference["text"]
+    for a, b in zip(resumed["trajectory"], reference["trajectory"]):
+        assert np.array_equal(a, b)
+
+
+def test_two_accelerate_processes_match_one(tmp_path):
+    env = _env()
+    two = subprocess.run(["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                          "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT), str(tmp_path / "two"),
+                          "24", "4"], env=env, capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert "WORLD 2" in two.stdout
+    one = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "one"), "24", "4"], env=_env(),
+                         capture_output=True, text=True, check=True)
+    assert "WORLD 1" in one.stdout
+    a = T.load(next((tmp_path / "two").glob("trajectories/*"))).with_format("numpy")
+    b = T.load(next((tmp_path / "one").glob("trajectories/*"))).with_format("numpy")
+    assert a["text"] == b["text"] and len(a) == 24
+    for x, y in zip(a["trajectory"], b["trajectory"]):
+        assert np.abs(x.astype(np.float32) - y.astype(np.float32)).max() < 1e-3
+
+
+def test_missing_shard_is_reported(tmp_path, teacher):
+    root = T.generate(["one text here", "and another"], teacher, T.TrajectorySettings(shard_size=1, bf16=False),
+                      tmp_path, progress=False)
+    import shutil
+
+    shutil.rmtree(root / "shard-00001")
+    with pytest.raises(RuntimeError, match=r"missing shards \[1\]"):
+        T.load(root)
+    assert torch.is_tensor(torch.as_tensor(T.stats(root)["prefixes"]))
