@@ -9,7 +9,7 @@ MIN=${TRAIN_MINUTES:-10}
 TEXTS=${TRAIN_TEXTS:-60000}
 OUT=benchmarks/quality/results
 common=(--max_train_texts "$TEXTS" --max_eval_texts 1000 --hidden_size 768 --per_device_train_batch_size 64
-        --learning_rate 2e-3 --warmup_ratio 0.03 --train_minutes "$MIN" --report_to none --logging_steps 50
+        --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "$MIN" --report_to none --logging_steps 50
         --save_strategy no --disable_tqdm true)
 run() {
   name=$1; shift

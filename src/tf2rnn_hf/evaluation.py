@@ -5,7 +5,7 @@ step earlier, which shows how forgiving final cosine is) and the static order-fr
 each token's teacher vector, Model2Vec-style, distilled by our own code).
 """
 
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -104,3 +104,234 @@ def format_table(table: Dict[str, Dict[str, float]], title: str = "") -> str:
         cells = [f"{metrics[c]:.3f}" if c in metrics else "-" for c in columns]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- encoders: texts -> [N, D]
+
+
+Encoder = Callable[[Sequence[str]], torch.Tensor]
+
+
+def student_encoder(model, tokenizer, batch_size: int = 64, max_length: int = 256) -> Encoder:
+    """Final embeddings of a TF2RNN student (texts truncated like the teacher's)."""
+
+    @torch.no_grad()
+    def encode(texts: Sequence[str]) -> torch.Tensor:
+        model.eval()
+        device = next(model.parameters()).device
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
+        out = torch.zeros(len(texts), model.config.output_size)
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            batch = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=max_length,
+                              return_tensors="pt").to(device)
+            out[idx] = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
+                             use_cache=False).pooler_output.float().cpu()
+        return out
+
+    return encode
+
+
+def teacher_encoder(teacher: Teacher) -> Encoder:
+    return lambda texts: teacher.encode(list(texts))
+
+
+def token_frequencies(teacher: Teacher, texts: Sequence[str]) -> torch.Tensor:
+    """Token counts over `texts` (+1 smoothing), for SIF weights."""
+    counts = torch.ones(len(teacher.tokenizer))
+    for ids in teacher.tokenizer(list(texts), add_special_tokens=False)["input_ids"]:
+        counts += torch.bincount(torch.as_tensor(ids, dtype=torch.long), minlength=len(counts)).float()
+    return counts
+
+
+def sif_weights(counts: torch.Tensor, a: float = 1e-3) -> torch.Tensor:
+    """Smooth inverse frequency a / (a + p(w)) (Arora et al. 2017, as Model2Vec weights its vectors)."""
+    return a / (a + counts / counts.sum())
+
+
+def static_encoder(teacher: Teacher, token_vectors: torch.Tensor, weights: Optional[torch.Tensor] = None,
+                   pca_dims: Optional[int] = None) -> Encoder:
+    """The order-free static baseline: (weighted) mean of per-token teacher vectors, optionally PCA'd
+    (fitted on the token table) as Model2Vec does."""
+    table = token_vectors
+    if pca_dims:
+        centred = table - table.mean(0)
+        _, _, v = torch.pca_lowrank(centred, q=pca_dims, center=False)
+        table = centred @ v[:, :pca_dims]
+
+    def encode(texts: Sequence[str]) -> torch.Tensor:
+        enc = teacher.tokenizer(list(texts), add_special_tokens=False, truncation=True,
+                                max_length=teacher.max_length)["input_ids"]
+        out = torch.zeros(len(texts), table.shape[1])
+        for i, ids in enumerate(enc):
+            if not ids:
+                continue
+            ids_t = torch.as_tensor(ids, dtype=torch.long)
+            vec = table[ids_t] if weights is None else table[ids_t] * weights[ids_t, None]
+            out[i] = vec.sum(0)
+        return F.normalize(out, dim=-1)
+
+    return encode
+
+
+# ---------------------------------------------------------------- suites
+
+
+class SkipSuite(Exception):
+    """A suite whose data is not available here; reported with its reason, never dropped silently."""
+
+
+def _sample(items: Sequence, n: int, salt: str) -> List:
+    from .corpus import stable_bucket
+
+    keyed = sorted(range(len(items)), key=lambda i: stable_bucket(f"{salt}:{i}", 1 << 30))
+    return [items[i] for i in sorted(keyed[:n])]
+
+
+def _retrieval_suite(pairs, n: int, salt: str):
+    def run(encode: Encoder) -> Dict[str, float]:
+        picked = _sample(list(pairs), n, salt)
+        if len(picked) < n:
+            raise SkipSuite(f"only {len(picked)} pairs available, {n} needed")
+        return scores.retrieval_scores(encode([q for q, _ in picked]), encode([d for _, d in picked]))
+    return run
+
+
+def bible_suite(n: int = 2000):
+    """KJV verse -> its WEB verse among `n` (public-domain paraphrase pairs)."""
+    def run(encode):
+        from .evaluation_data import bible_pairs
+
+        try:
+            pairs = bible_pairs()
+        except Exception as err:
+            raise SkipSuite(f"Bible texts unavailable: {err}") from err
+        return _retrieval_suite(pairs, n, "bible")(encode)
+    return run
+
+
+def wordnet_suite(n: int = 2000):
+    """WordNet example sentence -> its synset's definition among `n` held-out synsets."""
+    def run(encode):
+        from .evaluation_data import wordnet_pairs
+
+        try:
+            pairs = wordnet_pairs()
+        except Exception as err:
+            raise SkipSuite(f"WordNet unavailable: {err}") from err
+        return _retrieval_suite(pairs, n, "wordnet")(encode)
+    return run
+
+
+def lee_suite(encode: Encoder) -> Dict[str, float]:
+    """Lee et al. (2005) document similarity: Pearson and Spearman over the 1,225 rated pairs."""
+    from .evaluation_data import lee_documents, lee_similarities
+
+    try:
+        docs, human = lee_documents(), torch.tensor(lee_similarities())
+    except Exception as err:
+        raise SkipSuite(f"Lee corpus unavailable: {err}") from err
+    emb = F.normalize(encode(docs), dim=-1)
+    sims = emb @ emb.T
+    iu = torch.triu_indices(len(docs), len(docs), offset=1)
+    return {"pearson": scores.pearson(sims[iu[0], iu[1]], human[iu[0], iu[1]]),
+            "spearman": scores.spearman(sims[iu[0], iu[1]], human[iu[0], iu[1]])}
+
+
+def word_similarity_suite(encode: Encoder) -> Dict[str, float]:
+    """WordSim-353 and SimLex-999: Spearman between embedding cosine and human scores."""
+    from .evaluation_data import word_pairs
+
+    result = {}
+    for name in ("wordsim353", "simlex999"):
+        try:
+            pairs = word_pairs(name)
+        except Exception as err:
+            raise SkipSuite(f"{name} unavailable: {err}") from err
+        a = F.normalize(encode([p[0] for p in pairs]), dim=-1)
+        b = F.normalize(encode([p[1] for p in pairs]), dim=-1)
+        result[f"{name}_spearman"] = scores.spearman((a * b).sum(-1), torch.tensor([p[2] for p in pairs]))
+    return result
+
+
+SUITES = {"bible": bible_suite(), "wordnet": wordnet_suite(), "lee": lee_suite, "wordsim": word_similarity_suite}
+
+
+def run_suites(encoders: Dict[str, Encoder], suites: Sequence[str] = tuple(SUITES)) -> Dict[str, dict]:
+    """Every suite for every encoder: {suite: {system: metrics}} plus {suite: {"skipped": reason}}."""
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown:
+        raise ValueError(f"Unknown suites {unknown}; choose from {', '.join(SUITES)}.")
+    results: Dict[str, dict] = {}
+    for suite in suites:
+        results[suite] = {}
+        for system, encode in encoders.items():
+            try:
+                results[suite][system] = SUITES[suite](encode)
+            except SkipSuite as reason:
+                results[suite] = {"skipped": str(reason)}
+                break
+    return results
+
+
+# ---------------------------------------------------------------- the whole evaluation of one student
+
+
+ALL_SUITES = ("fidelity",) + tuple(SUITES)
+
+
+def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: Sequence[str] = ALL_SUITES,
+                   corpus: str = "offline", eval_split: str = "heldout", n_texts: int = 1000,
+                   cache_dir: Optional[str] = None, baselines: bool = True) -> Dict[str, dict]:
+    """Evaluate a saved student against its teacher and the static baselines on every suite.
+
+    Returns {"suites": {suite: {system: metrics} | {"skipped": reason}}, "model": ..., "teacher": ...}.
+    """
+    from transformers import AutoTokenizer
+
+    from . import trajectories
+    from .corpus import load_texts
+    from .modeling_tf2rnn import TF2RNNModel
+
+    model = TF2RNNModel.from_pretrained(model_path).eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    teacher_name = teacher_name or ("built-in" if model.config.teacher_name_or_path in (None, "sentence-transformers/"
+                                                                                       "all-MiniLM-L6-v2")
+                                    else model.config.teacher_name_or_path)
+    teacher = Teacher(teacher_name)
+    results: Dict[str, dict] = {}
+    encoders: Dict[str, Encoder] = {"student": student_encoder(model, tokenizer), "teacher": teacher_encoder(teacher)}
+    token_vectors = teacher.token_vectors(cache_dir, progress=False)
+    if baselines:
+        freq_texts = load_texts(corpus, "train", limit=50_000, cache_dir=cache_dir)["text"] if corpus else []
+        weights = sif_weights(token_frequencies(teacher, freq_texts))
+        encoders.update({
+            "static mean": static_encoder(teacher, token_vectors),
+            "static SIF": static_encoder(teacher, token_vectors, weights),
+            "static SIF+PCA256": static_encoder(teacher, token_vectors, weights, pca_dims=256),
+        })
+    if "fidelity" in suites:
+        texts = load_texts(corpus, eval_split, limit=n_texts, cache_dir=cache_dir)["text"]
+        settings = trajectories.TrajectorySettings(max_tokens=64)
+        ds = trajectories.load(trajectories.generate(texts, teacher, settings, cache_dir, progress=False))
+        results["fidelity"] = fidelity_table(model, ds, teacher, token_vectors)
+        results["fidelity"]["_n_texts"] = len(ds)
+    results.update(run_suites(encoders, [s for s in suites if s != "fidelity"]))
+    return {"model": str(model_path), "teacher": teacher.hub_id, "model2vec": MODEL2VEC_NOTE, "suites": results}
+
+
+MODEL2VEC_NOTE = ("Model2Vec itself is not run: its `distill` extra pins transformers<5.4, which conflicts with this "
+                  "package's transformers 5.x. The 'static' rows are the same method (per-token teacher vectors, "
+                  "SIF weighting, PCA) implemented here.")
+
+
+def results_markdown(results: Dict[str, dict]) -> str:
+    """One markdown table per suite, and a line for each skipped suite."""
+    parts = []
+    for suite, table in results["suites"].items():
+        if "skipped" in table:
+            parts.append(f"### {suite}\n\nskipped: {table['skipped']}")
+            continue
+        clean = {k: v for k, v in table.items() if not k.startswith("_")}
+        parts.append(format_table(clean, title=suite))
+    return "\n\n".join(parts)

@@ -66,3 +66,14 @@ def _ranks(x: torch.Tensor) -> torch.Tensor:
 def spearman(x, y) -> float:
     x, y = _as_tensor(x).flatten().double(), _as_tensor(y).flatten().double()
     return pearson(_ranks(x), _ranks(y))
+
+
+def metric_path(name: str) -> str:
+    """The folder of a local `evaluate` metric shipped with the package: `evaluate.load(metric_path(name))`."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "metrics" / name
+    if not path.is_dir():
+        choices = sorted(p.name for p in path.parent.iterdir() if p.is_dir() and not p.name.startswith("_"))
+        raise ValueError(f"Unknown metric {name!r}; choose one of {', '.join(choices)}.")
+    return str(path)

@@ -1,0 +1,209 @@
+"""Streaming: the embedding of a text as it is typed, updated per keystroke at a cost that does not grow
+with the text.
+
+WordPiece splits on whitespace first, so the tokens of a word never change once whitespace follows it.
+Each stream keeps the model state at every word boundary (a stack: a delete that crosses a boundary is a
+pop) and, for the word being typed, the state after each of its current tokens. A keystroke re-tokenises
+only the current word and steps the model over the tokens that changed: usually one or two steps.
+
+The embedding after any sequence of `type` and `delete` equals the model run on the resulting text from
+scratch (tested with random edit scripts). A stream whose text has no token yet (empty, or whitespace and
+control characters only) has the all-zero embedding.
+"""
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import torch
+
+from .modeling_tf2rnn import TF2RNNModel, TF2RNNState
+
+
+def is_boundary(char: str) -> bool:
+    """Characters where BERT's pre-tokenizer splits words: space, tab, newline, CR and Unicode spaces (Zs).
+    (Other control characters are deleted by the normaliser and join their neighbours.)"""
+    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+
+
+@dataclass
+class _Stream:
+    text: str = ""
+    # (character index just after a boundary, state after all tokens before it, and the finished word's
+    # tokens and per-token states, restored when a delete pops the boundary)
+    boundaries: List[Tuple[int, TF2RNNState, List[int], List[TF2RNNState]]] = field(default_factory=list)
+    word_tokens: List[int] = field(default_factory=list)  # tokens of the current word already run
+    word_states: List[TF2RNNState] = field(default_factory=list)  # state after each of them
+
+
+class BatchStreamingEncoder:
+    """Many concurrent streams (a server's sessions), stepped together in batches.
+
+    `open()` returns a stream id; `type({id: text})` and `delete({id: n})` apply edits to several
+    streams at once and step all of them in one batched model call per token position.
+    """
+
+    def __init__(self, model: TF2RNNModel, tokenizer):
+        if getattr(model.config, "granularity", "token") != "token":
+            raise ValueError("Streaming over WordPiece words needs a token-level student.")
+        self.model = model.eval()
+        self.backend = tokenizer.backend_tokenizer if hasattr(tokenizer, "backend_tokenizer") else None
+        self.tokenizer = tokenizer
+        self._empty = model.init_state(1)
+        self.streams: Dict[int, _Stream] = {}
+        self._next_id = 0
+
+    # ------------------------------------------------------------ streams
+
+    def open(self, n: int = 1) -> List[int]:
+        """Open `n` empty streams; returns their ids."""
+        ids = list(range(self._next_id, self._next_id + n))
+        for i in ids:
+            self.streams[i] = _Stream()
+        self._next_id += n
+        return ids
+
+    def close(self, stream_id: int) -> None:
+        self._get(stream_id)
+        del self.streams[stream_id]
+
+    def reset(self, stream_id: int) -> None:
+        self._get(stream_id)
+        self.streams[stream_id] = _Stream()
+
+    def _get(self, stream_id: int) -> _Stream:
+        if stream_id not in self.streams:
+            raise KeyError(f"No open stream {stream_id}.")
+        return self.streams[stream_id]
+
+    def text(self, stream_id: int) -> str:
+        return self._get(stream_id).text
+
+    def embedding(self, stream_id: int) -> torch.Tensor:
+        """The current embedding of a stream ([output_size]; zeros before its first token)."""
+        return self._state(self._get(stream_id)).last_embedding[0]
+
+    def state(self, stream_id: int) -> TF2RNNState:
+        """The model state of the stream's whole text (batch of 1)."""
+        return self._state(self._get(stream_id))
+
+    def _base(self, s: _Stream) -> TF2RNNState:
+        return s.boundaries[-1][1] if s.boundaries else self._empty
+
+    def _state(self, s: _Stream) -> TF2RNNState:
+        return s.word_states[-1] if s.word_states else self._base(s)
+
+    # ------------------------------------------------------------ edits
+
+    def type(self, edits: Dict[int, str]) -> Dict[int, torch.Tensor]:
+        """Append text to streams; returns each edited stream's new embedding."""
+        for stream_id, text in edits.items():
+            if not isinstance(text, str):
+                raise TypeError(f"type() takes str, got {type(text).__name__} for stream {stream_id}.")
+            s = self._get(stream_id)
+            dirty = False
+            for char in text:
+                if is_boundary(char):
+                    if dirty:  # the word was typed in this same call: run it before closing it
+                        self._refresh([stream_id])
+                        dirty = False
+                    # The word is complete and its state computed, so this is a push.
+                    s.boundaries.append((len(s.text) + 1, self._state(s), s.word_tokens, s.word_states))
+                    s.word_tokens, s.word_states = [], []
+                else:
+                    dirty = True
+                s.text += char
+        self._refresh(list(edits))
+        return {i: self.embedding(i) for i in edits}
+
+    def delete(self, edits: Dict[int, int]) -> Dict[int, torch.Tensor]:
+        """Remove the last n characters of streams; returns each stream's new embedding."""
+        for stream_id, n in edits.items():
+            s = self._get(stream_id)
+            if n < 0:
+                raise ValueError(f"Cannot delete a negative number of characters ({n}).")
+            if n > len(s.text):
+                raise ValueError(f"Cannot delete {n} characters from stream {stream_id}: it holds {len(s.text)}.")
+            s.text = s.text[:len(s.text) - n]
+            while s.boundaries and s.boundaries[-1][0] > len(s.text):
+                _, _, s.word_tokens, s.word_states = s.boundaries.pop()  # a pop, never a re-encode
+        self._refresh(list(edits))
+        return {i: self.embedding(i) for i in edits}
+
+    def _word_tokens(self, word: str) -> List[int]:
+        if self.backend is not None:
+            return self.backend.encode(word, add_special_tokens=False).ids
+        return self.tokenizer(word, add_special_tokens=False)["input_ids"]
+
+    @torch.no_grad()
+    def _refresh(self, stream_ids: Iterable[int]) -> None:
+        """Re-tokenise each stream's current word and step the tokens that changed, batched."""
+        pending: List[Tuple[_Stream, List[int]]] = []
+        for i in stream_ids:
+            s = self.streams[i]
+            start = s.boundaries[-1][0] if s.boundaries else 0
+            tokens = self._word_tokens(s.text[start:])
+            keep = 0
+            while keep < min(len(tokens), len(s.word_tokens)) and tokens[keep] == s.word_tokens[keep]:
+                keep += 1
+            s.word_tokens, s.word_states = s.word_tokens[:keep], s.word_states[:keep]
+            if len(tokens) > keep:
+                pending.append((s, tokens[keep:]))
+        rounds = max((len(t) for _, t in pending), default=0)
+        for r in range(rounds):
+            active = [(s, t[r]) for s, t in pending if len(t) > r]
+            states = TF2RNNState.concat([self._state(s) for s, _ in active])
+            ids = torch.tensor([tok for _, tok in active], dtype=torch.long, device=states.device)
+            _, new = self.model.step_with_grad(ids, states)
+            for row, (s, tok) in enumerate(active):
+                s.word_tokens.append(tok)
+                s.word_states.append(new.index_select([row]))
+
+
+class StreamingEncoder:
+    """One stream: `type("Hel")`, `delete(1)`, `.embedding`, `.text`, `reset()`.
+
+    >>> enc = StreamingEncoder(model, tokenizer)
+    >>> enc.type("search as you ty"); enc.delete(2); enc.type("type")
+    >>> enc.embedding  # equals model(tokenizer("search as you type")).pooler_output[0]
+    """
+
+    def __init__(self, model: TF2RNNModel, tokenizer, batch: Optional[BatchStreamingEncoder] = None):
+        self._batch = batch or BatchStreamingEncoder(model, tokenizer)
+        (self._id,) = self._batch.open(1)
+
+    def type(self, text: str) -> torch.Tensor:
+        """Append `text` (any number of characters); returns the new embedding."""
+        return self._batch.type({self._id: text})[self._id]
+
+    def delete(self, n: int = 1) -> torch.Tensor:
+        """Remove the last `n` characters; ValueError if the stream holds fewer."""
+        return self._batch.delete({self._id: n})[self._id]
+
+    def reset(self) -> None:
+        self._batch.reset(self._id)
+
+    @property
+    def text(self) -> str:
+        return self._batch.text(self._id)
+
+    @property
+    def embedding(self) -> torch.Tensor:
+        return self._batch.embedding(self._id)
+
+    @property
+    def state(self) -> TF2RNNState:
+        return self._batch.state(self._id)
+
+
+def keystroke_embeddings(model: TF2RNNModel, tokenizer, text: str) -> torch.Tensor:
+    """The streamed embedding after each character of `text` is typed: [len(text), output_size]."""
+    encoder = StreamingEncoder(model, tokenizer)
+    return torch.stack([encoder.type(char) for char in text]) if text else torch.zeros(0, model.config.output_size)
+
+
+def encode_texts(model: TF2RNNModel, tokenizer, texts: Sequence[str], batch_size: int = 64) -> torch.Tensor:
+    """Final embeddings of finished texts (bulk path, no streaming)."""
+    from .evaluation import student_encoder
+
+    return student_encoder(model, tokenizer, batch_size=batch_size)(list(texts))

@@ -1,0 +1,118 @@
+"""Streaming: any edit script gives the embedding of the resulting text from scratch; bad input."""
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tf2rnn_hf import TF2RNNModel
+from tf2rnn_hf.streaming import BatchStreamingEncoder, StreamingEncoder, keystroke_embeddings
+
+ALPHABET = "abcdefghij klmnoXYZ.,!?'-\t\n0123é\u0301\u00a0\u200b😀\x01"
+
+
+@pytest.fixture(scope="module")
+def student(teacher):
+    torch.manual_seed(0)
+    model, tokenizer = TF2RNNModel.from_teacher(teacher, cell_type="gru", hidden_size=32, num_hidden_layers=2,
+                                                token_init="input_embeddings")
+    return model.eval(), tokenizer
+
+
+def scratch(model, tokenizer, text):
+    ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    if ids.shape[1] == 0:
+        return torch.zeros(model.config.output_size)
+    with torch.no_grad():
+        return model(ids).pooler_output[0]
+
+
+edit = st.one_of(st.tuples(st.just("type"), st.text(alphabet=ALPHABET, min_size=1, max_size=6)),
+                 st.tuples(st.just("delete"), st.integers(min_value=1, max_value=5)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(edit, min_size=1, max_size=12))
+def test_any_edit_script_equals_scratch(student, script):
+    model, tokenizer = student
+    enc = StreamingEncoder(model, tokenizer)
+    text = ""
+    for op, arg in script:
+        if op == "type":
+            enc.type(arg)
+            text += arg
+        else:
+            n = min(arg, len(text))
+            enc.delete(n)
+            text = text[:len(text) - n]
+        assert enc.text == text
+        assert (enc.embedding - scratch(model, tokenizer, text)).abs().max() <= 1e-5, repr(text)
+
+
+def test_batch_streams_match_single_streams(student):
+    model, tokenizer = student
+    batch = BatchStreamingEncoder(model, tokenizer)
+    ids = batch.open(3)
+    batch.type({ids[0]: "hello wor", ids[1]: "streams of", ids[2]: "x"})
+    batch.type({ids[0]: "ld", ids[2]: "yz abc"})
+    batch.delete({ids[1]: 3})
+    for i, text in zip(ids, ["hello world", "streams", "xyz abc"]):
+        assert batch.text(i) == text
+        assert (batch.embedding(i) - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    batch.close(ids[1])
+    with pytest.raises(KeyError, match="No open stream"):
+        batch.embedding(ids[1])
+
+
+def test_delete_is_a_pop_not_a_reencode(student):
+    model, tokenizer = student
+    enc = StreamingEncoder(model, tokenizer)
+    enc.type("one two three four")
+    calls = []
+    original = model.step_with_grad
+    model.step_with_grad = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        enc.delete(5)  # back to "one two three": the checkpoint after "three" is popped, nothing re-run
+        assert calls == [] and enc.text == "one two three"
+    finally:
+        model.step_with_grad = original
+    assert (enc.embedding - scratch(model, tokenizer, "one two three")).abs().max() <= 1e-5
+
+
+def test_bad_input(student):
+    model, tokenizer = student
+    enc = StreamingEncoder(model, tokenizer)
+    with pytest.raises(ValueError, match="Cannot delete 1 characters from stream 0: it holds 0"):
+        enc.delete(1)
+    with pytest.raises(TypeError, match="takes str"):
+        enc.type(b"bytes")
+    # Emoji, combining and control characters: documented results, never NaN.
+    for text in ["😀", "e\u0301", "\x00\x01", "   "]:
+        enc.reset()
+        emb = enc.type(text)
+        assert torch.isfinite(emb).all()
+        assert (emb - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    enc.reset()
+    assert torch.equal(enc.type("\x01 \x02"), torch.zeros(model.config.output_size))  # no token: zeros
+
+
+def test_a_long_line_streams_in_bounded_steps(student):
+    model, tokenizer = student
+    enc = StreamingEncoder(model, tokenizer)
+    enc.type("word " * 20_000)  # 100 kB typed in one call
+    calls = []
+    original = model.step_with_grad
+    model.step_with_grad = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        enc.type("x")
+    finally:
+        model.step_with_grad = original
+    assert len(calls) == 1  # one step for one keystroke, whatever the text length
+    assert enc.state.seen_tokens.item() == 20_001
+
+
+def test_keystroke_embeddings(student):
+    model, tokenizer = student
+    emb = keystroke_embeddings(model, tokenizer, "hi there")
+    assert emb.shape == (8, model.config.output_size)
+    assert (emb[-1] - scratch(model, tokenizer, "hi there")).abs().max() <= 1e-5
