@@ -200,6 +200,28 @@ class DistillationTrainer(Trainer):
             self._last_terms = {f"loss_{k}": float(v.detach()) for k, v in terms.items()}
         return (loss, {"loss": loss}) if return_outputs else loss
 
+    def _save(self, output_dir: Optional[str] = None, state_dict=None):
+        # Every checkpoint and the pushed folder also load with sentence-transformers and carry a card.
+        from .hub import write_sentence_transformers_files
+        from .modelcard import write_model_card
+
+        super()._save(output_dir, state_dict)
+        output_dir = output_dir or self.args.output_dir
+        model = self.accelerator.unwrap_model(self.model)
+        write_sentence_transformers_files(output_dir, model.config.output_size)
+        write_model_card(output_dir, model.config, getattr(self, "evaluation_results", None),
+                         repo_id=self.hub_model_id if self.args.push_to_hub else None,
+                         state_bytes=model.init_state(1).nbytes())
+
+    def create_model_card(self, *args, **kwargs):
+        # The Trainer's generic card would replace ours on push_to_hub; ours carries the measured results.
+        from .modelcard import write_model_card
+
+        if self.is_world_process_zero():
+            model = self.accelerator.unwrap_model(self.model)
+            write_model_card(self.args.output_dir, model.config, getattr(self, "evaluation_results", None),
+                             repo_id=self.hub_model_id, state_bytes=model.init_state(1).nbytes())
+
     def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
         # The distillation loss is the evaluation loss; there are no logits or labels to gather.
         inputs = self._prepare_inputs(inputs)

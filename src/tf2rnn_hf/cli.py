@@ -1,0 +1,225 @@
+"""The `tf2rnn` command: distill, evaluate, plot, encode, stream, push, pull."""
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import List, Optional
+
+
+def _load(model_path: str):
+    from transformers import AutoTokenizer
+
+    from .modeling_tf2rnn import TF2RNNModel
+
+    return TF2RNNModel.from_pretrained(model_path).eval(), AutoTokenizer.from_pretrained(model_path)
+
+
+def cmd_distill(args, rest: List[str]) -> int:
+    from .distill import main
+
+    main(rest)
+    return 0
+
+
+def cmd_evaluate(args, rest) -> int:
+    from .evaluation import ALL_SUITES, evaluate_model, results_markdown
+
+    suites = args.suites.split(",") if args.suites else list(ALL_SUITES)
+    results = evaluate_model(args.model, args.teacher, suites, corpus=args.corpus, n_texts=args.n_texts,
+                             baselines=not args.no_baselines)
+    out = Path(args.output or Path(args.model) / "eval")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    markdown = results_markdown(results)
+    (out / "results.md").write_text(markdown + "\n")
+    print(markdown)
+    print(f"\nwrote {out / 'results.json'} and {out / 'results.md'}")
+    return 0
+
+
+def cmd_plot(args, rest) -> int:
+    from .plotting import plot_drift, plot_suites, plot_trajectories
+    from .teacher import Teacher
+
+    model, tokenizer = _load(args.model)
+    out = Path(args.output)
+    written = [plot_trajectories(model, tokenizer, Teacher(args.teacher), args.texts, out / "trajectories.png")]
+    if args.results:
+        results = json.loads(Path(args.results).read_text())
+        suites = results.get("suites", results)
+        if "fidelity" in suites and "skipped" not in suites["fidelity"]:
+            written.append(plot_drift(suites["fidelity"], out / "drift.png"))
+        written.append(plot_suites(suites, out / "suites.png"))
+    print("\n".join(str(p) for p in written))
+    return 0
+
+
+def _read_lines(source: str) -> List[str]:
+    raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        where = "standard input" if source == "-" else source
+        raise SystemExit(f"error: {where} is not valid UTF-8 (byte {err.start}: {raw[err.start:err.start + 1]!r}); "
+                         "re-encode it, e.g. with iconv -f latin1 -t utf-8.")
+    return text.splitlines()
+
+
+def cmd_encode(args, rest) -> int:
+    import numpy as np
+
+    from .streaming import encode_texts
+
+    lines = _read_lines(args.input)
+    model, tokenizer = _load(args.model)
+    emb = encode_texts(model, tokenizer, lines).numpy() if lines else np.zeros((0, model.config.output_size))
+    out = Path(args.output)
+    if out.suffix == ".npy":
+        np.save(out, emb.astype(np.float32))
+    elif out.suffix == ".jsonl":
+        with out.open("w") as f:
+            for line, vec in zip(lines, emb):
+                f.write(json.dumps({"text": line, "embedding": [round(float(x), 7) for x in vec]}) + "\n")
+    else:
+        raise SystemExit(f"error: --output must end in .npy or .jsonl, got {out.name}")
+    print(f"encoded {len(lines)} texts -> {out} {tuple(emb.shape)}", file=sys.stderr)
+    return 0
+
+
+def cmd_stream(args, rest) -> int:
+    """Search as you type: each keystroke updates the query embedding and re-ranks the index."""
+    import termios
+    import tty
+    from importlib.resources import files
+
+    import torch
+
+    from .streaming import StreamingEncoder
+
+    model, tokenizer = _load(args.model)
+    index_text = Path(args.index).read_text() if args.index else (files("tf2rnn_hf") / "data" / "demo_index.txt"
+                                                                  ).read_text()
+    docs = [d for d in index_text.splitlines() if d.strip()]
+    from .streaming import encode_texts
+
+    doc_emb = encode_texts(model, tokenizer, docs)
+    stream = StreamingEncoder(model, tokenizer)
+    interactive = sys.stdin.isatty()
+    saved = termios.tcgetattr(sys.stdin) if interactive else None
+    out = sys.stdout
+
+    def show(micros: Optional[float]) -> None:
+        scores = doc_emb @ stream.embedding if stream.text.strip() else torch.zeros(len(docs))
+        top = scores.topk(min(args.top, len(docs)))
+        timing = f"{micros:8.0f} µs/update" if micros is not None else ""
+        out.write("\x1b[2J\x1b[H" if interactive else "\n")
+        out.write(f"query> {stream.text}\n{timing}   (Esc or Ctrl-D quits)\n")
+        for rank, (score, i) in enumerate(zip(top.values.tolist(), top.indices.tolist()), start=1):
+            out.write(f"{rank}. [{score:+.3f}] {docs[i]}\n")
+        out.flush()
+
+    try:
+        if interactive:
+            tty.setcbreak(sys.stdin.fileno())
+        show(None)
+        while True:
+            char = sys.stdin.read(1)
+            if char in ("", "\x04", "\x1b"):
+                break
+            start = time.perf_counter()
+            if char in ("\x7f", "\x08"):
+                if stream.text:
+                    stream.delete(1)
+            elif char in ("\r", "\n"):
+                stream.reset()
+            elif char.isprintable() or char == " ":
+                stream.type(char)
+            else:
+                continue
+            show((time.perf_counter() - start) * 1e6)
+    finally:
+        if saved is not None:
+            termios.tcsetattr(sys.stdin, termios.TCSADRAIN, saved)
+    return 0
+
+
+def cmd_push(args, rest) -> int:
+    from .hub import push
+
+    print(push(args.folder, args.repo_id, private=args.private))
+    return 0
+
+
+def cmd_pull(args, rest) -> int:
+    from .hub import pull
+
+    print(pull(args.repo_id, revision=args.revision, local_dir=args.output))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tf2rnn", description="Recurrent students of transformer sentence encoders.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("distill", help="Distil a student (all options: tf2rnn distill --help).", add_help=False)
+    p.set_defaults(func=cmd_distill)
+
+    p = sub.add_parser("evaluate", help="Evaluate a saved student against its teacher and baselines.")
+    p.add_argument("model")
+    p.add_argument("--teacher", default=None, help="Teacher ('built-in', folder or Hub id); default: the model's.")
+    p.add_argument("--suites", default=None, help="Comma-separated: fidelity,bible,wordnet,lee,wordsim (default all).")
+    p.add_argument("--corpus", default="offline", help="Held-out text for the fidelity suite.")
+    p.add_argument("--n-texts", type=int, default=1000)
+    p.add_argument("--no-baselines", action="store_true")
+    p.add_argument("--output", default=None, help="Folder for results.json and results.md (default MODEL/eval).")
+    p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("plot", help="Trajectory picture (and drift/suite charts from a results.json).")
+    p.add_argument("model")
+    p.add_argument("--output", required=True)
+    p.add_argument("--teacher", default="built-in")
+    p.add_argument("--results", default=None)
+    p.add_argument("--texts", nargs="+", default=["Hello world", "The cat sat on the mat", "Search as you type"])
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("encode", help="Embed one text per line (a file, or - for stdin) to .npy or .jsonl.")
+    p.add_argument("model")
+    p.add_argument("--input", default="-")
+    p.add_argument("--output", required=True)
+    p.set_defaults(func=cmd_encode)
+
+    p = sub.add_parser("stream", help="Interactive search-as-you-type demo in the terminal.")
+    p.add_argument("model")
+    p.add_argument("--index", default=None, help="One document per line (default: a small built-in index).")
+    p.add_argument("--top", type=int, default=5)
+    p.set_defaults(func=cmd_stream)
+
+    p = sub.add_parser("push", help="Upload a saved student folder to the Hub.")
+    p.add_argument("folder")
+    p.add_argument("repo_id")
+    p.add_argument("--private", action="store_true")
+    p.set_defaults(func=cmd_push)
+
+    p = sub.add_parser("pull", help="Download a student from the Hub.")
+    p.add_argument("repo_id")
+    p.add_argument("--revision", default=None)
+    p.add_argument("--output", default=None)
+    p.set_defaults(func=cmd_pull)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    if argv and argv[0] == "distill":  # its options belong to HfArgumentParser
+        return cmd_distill(None, argv[1:])
+    args, rest = parser.parse_known_args(argv)
+    if rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    return args.func(args, rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,214 @@
+"""Distil a recurrent student from a transformer sentence encoder (the logic behind examples/distill.py
+and `tf2rnn distill`).
+
+    python examples/distill.py --preset quick                      # one process
+    accelerate launch examples/distill.py --preset quick           # several processes / GPUs / machines
+    accelerate launch --multi_gpu --num_processes 2 examples/distill.py --use_cpu ...   # two CPU processes
+
+It builds (or reuses) the teacher-trajectory cache, trains with `DistillationTrainer`, evaluates
+free-running fidelity on held-out text against the baselines, saves the model and tokenizer, writes
+`results.json`, and pushes to the Hub with `--push_to_hub`.
+"""
+
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import torch
+from transformers import HfArgumentParser, TrainerCallback, TrainingArguments, set_seed
+
+from . import trajectories
+from .corpus import load_texts
+from .evaluation import fidelity_table, format_table
+from .modeling_tf2rnn import TF2RNNModel
+from .teacher import Teacher
+from .trainer import DistillationTrainer, LossSchedule, TrajectoryCollator
+
+logger = logging.getLogger(__name__)
+
+# Presets are command-line defaults; anything given on the command line wins.
+PRESETS = {
+    # The README's main job: about 15 minutes on 2 CPU cores.
+    "quick": ["--max_train_texts", "6000", "--max_eval_texts", "1000", "--train_minutes", "7",
+              "--hidden_size", "768", "--per_device_train_batch_size", "64", "--learning_rate", "2e-3",
+              "--output_dir", "outputs/tf2rnn-quick"],
+    # For tests: seconds.
+    "tiny": ["--max_train_texts", "64", "--max_eval_texts", "32", "--hidden_size", "32", "--max_steps", "6",
+             "--per_device_train_batch_size", "8", "--token_init", "input_embeddings", "--max_tokens", "16",
+             "--learning_rate", "3e-3", "--output_dir", "outputs/tf2rnn-tiny"],
+}
+
+
+@dataclass
+class ModelArguments:
+    teacher: str = field(default="built-in", metadata={"help": "'built-in', a folder or a Hub model id."})
+    cell_type: str = field(default="gru", metadata={"help": "gru, lstm, linear_attention, rem or multistate."})
+    hidden_size: int = 768
+    num_hidden_layers: int = 1
+    token_init: str = field(default="teacher_outputs", metadata={"help": "teacher_outputs, input_embeddings, random."})
+    residual_token_mean: bool = True
+    num_slots: int = 32
+    num_attention_heads: int = 4
+    init_from: Optional[str] = field(default=None, metadata={"help": "Continue from a saved student."})
+
+
+@dataclass
+class DataArguments:
+    corpus: str = field(default="offline", metadata={"help": "'offline', a local file/folder or a Hub dataset id."})
+    text_column: str = "text"
+    train_split: str = "train"
+    eval_split: str = "heldout"
+    max_train_texts: Optional[int] = 20000
+    max_eval_texts: Optional[int] = 1000
+    granularity: str = "token"
+    stride: int = 1
+    max_tokens: int = 64
+    teacher_bf16: bool = True
+    token_budget: int = 4096
+    shard_size: int = 2000
+    cache_dir: Optional[str] = None
+
+
+@dataclass
+class DistillArguments:
+    preset: Optional[str] = field(default=None, metadata={"help": f"One of {sorted(PRESETS)}."})
+    transition_until: float = field(default=0.0, metadata={"help": "Fraction of training on the transition loss."})
+    anneal: float = field(default=0.0, metadata={"help": "Fraction over which transition anneals into rollout."})
+    restart_prob: float = field(default=0.0, metadata={"help": "Scheduled sampling: teacher restarts per step."})
+    similarity_weight: float = field(default=0.0, metadata={"help": "Weight of the in-batch similarity loss."})
+    loss_metric: str = "cosine"
+    final_weight: float = 1.0
+    tbptt: Optional[int] = None
+    train_minutes: Optional[float] = field(default=None, metadata={
+        "help": "Train for about this long: max_steps is calibrated from a few timed steps."})
+    results_file: str = "results.json"
+
+
+class TimeBudget(TrainerCallback):
+    """Stop training once the wall-clock budget is spent (a guard around the calibrated max_steps)."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.start = seconds, None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if time.perf_counter() - self.start > self.seconds:
+            control.should_training_stop = True
+
+
+def parse(argv):
+    parser = HfArgumentParser((ModelArguments, DataArguments, DistillArguments, TrainingArguments))
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        return parser.parse_json_file(argv[0])
+    preset = None
+    if "--preset" in argv:
+        preset = argv[argv.index("--preset") + 1]
+        if preset not in PRESETS:
+            parser.error(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+    defaults = PRESETS.get(preset, [])
+    if not torch.cuda.is_available() and "--use_cpu" not in argv:
+        # Without GPUs, processes started by `accelerate launch --multi_gpu` connect over gloo only
+        # when training runs on the CPU explicitly.
+        defaults = defaults + ["--use_cpu", "true"]
+    if "--output_dir" not in argv + defaults:
+        defaults = defaults + ["--output_dir", "outputs/tf2rnn-student"]
+    return parser.parse_args_into_dataclasses(args=defaults + list(argv))
+
+
+def calibrate_steps(trainer: DistillationTrainer, minutes: float, probe_steps: int = 8) -> int:
+    """Time a few optimiser steps on real batches and return how many fit in `minutes`."""
+    model, args = trainer.model, trainer.args
+    loader = trainer.get_train_dataloader()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.0)  # lr 0: timing only, weights unchanged
+    model.train()
+    start, done = None, 0
+    for i, batch in enumerate(loader):
+        if i == 2:
+            start = time.perf_counter()  # skip warm-up steps
+        loss = trainer.compute_loss(model, {k: v.to(args.device) for k, v in batch.items()})
+        loss.backward()
+        optimizer.zero_grad()
+        if start is not None:
+            done += 1
+        if done >= probe_steps:
+            break
+    per_step = (time.perf_counter() - start) / max(1, done)
+    return max(10, int(minutes * 60 / per_step))
+
+
+def main(argv=None) -> dict:
+    model_args, data_args, distill_args, training_args = parse(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(level=logging.INFO if training_args.process_index == 0 else logging.WARNING,
+                        format="%(asctime)s %(name)s: %(message)s")
+    training_args.remove_unused_columns = False  # the collator needs the trajectory columns
+    set_seed(training_args.seed)
+    timings = {}
+    t0 = time.perf_counter()
+
+    teacher = Teacher(model_args.teacher)
+    settings = trajectories.TrajectorySettings(
+        granularity=data_args.granularity, max_tokens=data_args.max_tokens, stride=data_args.stride,
+        bf16=data_args.teacher_bf16, token_budget=data_args.token_budget, shard_size=data_args.shard_size)
+    train_texts = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
+                             data_args.max_train_texts, data_args.cache_dir)["text"]
+    eval_texts = load_texts(data_args.corpus, data_args.eval_split, data_args.text_column,
+                            data_args.max_eval_texts, data_args.cache_dir)["text"]
+    train_ds = trajectories.build(train_texts, teacher, settings, data_args.cache_dir)
+    eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1})
+    eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir)
+    timings["trajectories_s"] = time.perf_counter() - t0
+
+    schedule = LossSchedule(distill_args.transition_until, distill_args.anneal, distill_args.restart_prob,
+                            distill_args.similarity_weight)
+    if model_args.init_from:
+        model = TF2RNNModel.from_pretrained(model_args.init_from)
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
+    else:
+        model, tokenizer = TF2RNNModel.from_teacher(
+            teacher, cell_type=model_args.cell_type, hidden_size=model_args.hidden_size,
+            num_hidden_layers=model_args.num_hidden_layers, token_init=model_args.token_init,
+            residual_token_mean=model_args.residual_token_mean, num_slots=model_args.num_slots,
+            num_attention_heads=model_args.num_attention_heads, state_lift=schedule.uses_transition)
+    if schedule.uses_transition and schedule.transition_weight(1.0) == 0:
+        # Parts used only in one phase would stall DDP's gradient reduction in the other.
+        training_args.ddp_find_unused_parameters = True
+
+    collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id)
+    callbacks = []
+    trainer = DistillationTrainer(
+        model=model, args=training_args, train_dataset=train_ds, eval_dataset=eval_ds, data_collator=collator,
+        processing_class=tokenizer, schedule=schedule, metric=distill_args.loss_metric,
+        final_weight=distill_args.final_weight, tbptt=distill_args.tbptt, callbacks=callbacks)
+    if distill_args.train_minutes:
+        steps = calibrate_steps(trainer, distill_args.train_minutes)
+        trainer.args.max_steps = steps
+        trainer.add_callback(TimeBudget(distill_args.train_minutes * 60 * 1.15))
+        logger.info("Calibrated %d optimiser steps for %.1f minutes.", steps, distill_args.train_minutes)
+    t1 = time.perf_counter()
+    train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    timings["train_s"] = time.perf_counter() - t1
+    trainer.save_model()
+
+    results = {"timings": timings, "train": train_result.metrics, "world_size": training_args.world_size}
+    if trainer.is_world_process_zero():
+        t2 = time.perf_counter()
+        table = fidelity_table(trainer.accelerator.unwrap_model(trainer.model), eval_ds, teacher)
+        timings["evaluate_s"] = time.perf_counter() - t2
+        results.update({"fidelity": table, "trajectory_stats": trajectories.stats(
+            trajectories.cache_path(teacher, train_texts, settings, data_args.cache_dir)),
+            "args": {"model": asdict(model_args), "data": asdict(data_args), "distill": asdict(distill_args)}})
+        Path(training_args.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(training_args.output_dir) / distill_args.results_file).write_text(json.dumps(results, indent=1))
+        print(format_table(table, title=f"Held-out fidelity ({len(eval_ds)} texts, free-running)"))
+    if training_args.push_to_hub:
+        trainer.push_to_hub()
+    return results
+
