@@ -218,7 +218,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    return args.func(args, rest)
+    from huggingface_hub import constants
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    repo = getattr(args, "repo_id", None) or getattr(args, "model", None)
+    try:
+        return args.func(args, rest)
+    except RevisionNotFoundError:
+        print(f"error: revision {getattr(args, 'revision', None)!r} does not exist in {repo}.", file=sys.stderr)
+    except RepositoryNotFoundError:
+        print(f"error: repository {repo} does not exist on {constants.ENDPOINT} (or this token cannot see it).",
+              file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

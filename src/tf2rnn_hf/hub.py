@@ -35,15 +35,16 @@ def write_sentence_transformers_files(path: Union[str, Path], dim: int, max_seq_
 
 
 def save_student(model, tokenizer, path: Union[str, Path], results: Optional[dict] = None,
-                 max_seq_length: int = 256) -> Path:
-    """Save weights, config, custom code, tokenizer, sentence-transformers files and a model card."""
+                 max_seq_length: int = 256, repo_id: Optional[str] = None) -> Path:
+    """Save weights, config, custom code, tokenizer, sentence-transformers files and a model card
+    (whose usage examples name `repo_id`, default tf2rnn/<folder name>)."""
     from .modelcard import write_model_card
 
     path = Path(path)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     write_sentence_transformers_files(path, model.config.output_size, max_seq_length)
-    write_model_card(path, model.config, results, state_bytes=model.init_state(1).nbytes())
+    write_model_card(path, model.config, results, repo_id=repo_id, state_bytes=model.init_state(1).nbytes())
     return path
 
 
@@ -59,5 +60,50 @@ def push(path: Union[str, Path], repo_id: str, private: bool = False, commit_mes
 
 
 def pull(repo_id: str, revision: Optional[str] = None, local_dir: Optional[Union[str, Path]] = None) -> Path:
-    """Download a student (optionally at `revision`); returns its folder."""
-    return Path(snapshot_download(repo_id, revision=revision, local_dir=local_dir))
+    """Download a student (optionally at `revision`), verify every file's hash, and return its folder."""
+    folder = Path(snapshot_download(repo_id, revision=revision, local_dir=local_dir))
+    verify_snapshot(folder, repo_id, revision)
+    return folder
+
+
+class CorruptedDownloadError(OSError):
+    """A downloaded file's hash differs from the one the Hub lists for it."""
+
+
+def _git_sha1(path: Path) -> str:
+    import hashlib
+
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify_snapshot(folder: Union[str, Path], repo_id: str, revision: Optional[str] = None) -> None:
+    """Check every downloaded file against the hashes in the repo's tree (sha256 for LFS files, the git blob
+    hash otherwise); the Hub client itself only checks sizes. Raises CorruptedDownloadError."""
+    from huggingface_hub.hf_api import RepoFile
+
+    folder = Path(folder)
+    for entry in HfApi().list_repo_tree(repo_id, revision=revision, recursive=True):
+        if not isinstance(entry, RepoFile):
+            continue
+        local = folder / entry.path
+        if not local.is_file():
+            continue
+        expected, actual = (entry.lfs.sha256, _sha256(local)) if entry.lfs else (entry.blob_id, _git_sha1(local))
+        if expected != actual:
+            real = local.resolve()
+            local.unlink()
+            if real != local and real.exists():
+                real.unlink()  # drop the bad blob from the cache so a retry downloads it again
+            raise CorruptedDownloadError(f"{repo_id}/{entry.path} at {revision or 'main'} is corrupted: "
+                                         f"expected hash {expected}, downloaded {actual}. Nothing was loaded.")
