@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 import torch
-from transformers import HfArgumentParser, TrainerCallback, TrainingArguments, set_seed
+from transformers import HfArgumentParser, TrainingArguments, set_seed
 
 from . import trajectories
 from .corpus import load_texts
@@ -84,22 +84,8 @@ class DistillArguments:
     final_weight: float = 1.0
     tbptt: Optional[int] = None
     train_minutes: Optional[float] = field(default=None, metadata={
-        "help": "Train for about this long: max_steps is calibrated from a few timed steps."})
+        "help": "Train for this long (wall clock); the loss schedule and learning rate follow the clock."})
     results_file: str = "results.json"
-
-
-class TimeBudget(TrainerCallback):
-    """Stop training once the wall-clock budget is spent (a guard around the calibrated max_steps)."""
-
-    def __init__(self, seconds: float):
-        self.seconds, self.start = seconds, None
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.start = time.perf_counter()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if time.perf_counter() - self.start > self.seconds:
-            control.should_training_stop = True
 
 
 def parse(argv):
@@ -119,27 +105,6 @@ def parse(argv):
     if "--output_dir" not in argv + defaults:
         defaults = defaults + ["--output_dir", "outputs/tf2rnn-student"]
     return parser.parse_args_into_dataclasses(args=defaults + list(argv))
-
-
-def calibrate_steps(trainer: DistillationTrainer, minutes: float, probe_steps: int = 8) -> int:
-    """Time a few optimiser steps on real batches and return how many fit in `minutes`."""
-    model, args = trainer.model, trainer.args
-    loader = trainer.get_train_dataloader()
-    optimizer = torch.optim.AdamW(model.parameters(), lr=0.0)  # lr 0: timing only, weights unchanged
-    model.train()
-    start, done = None, 0
-    for i, batch in enumerate(loader):
-        if i == 2:
-            start = time.perf_counter()  # skip warm-up steps
-        loss = trainer.compute_loss(model, {k: v.to(args.device) for k, v in batch.items()})
-        loss.backward()
-        optimizer.zero_grad()
-        if start is not None:
-            done += 1
-        if done >= probe_steps:
-            break
-    per_step = (time.perf_counter() - start) / max(1, done)
-    return max(10, int(minutes * 60 / per_step))
 
 
 def main(argv=None) -> dict:
@@ -182,16 +147,13 @@ def main(argv=None) -> dict:
         training_args.ddp_find_unused_parameters = True
 
     collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id)
-    callbacks = []
+    budget = distill_args.train_minutes * 60 if distill_args.train_minutes else None
+    if budget:
+        training_args.max_steps = 10 ** 9  # the clock stops training, not a step count
     trainer = DistillationTrainer(
         model=model, args=training_args, train_dataset=train_ds, eval_dataset=eval_ds, data_collator=collator,
         processing_class=tokenizer, schedule=schedule, metric=distill_args.loss_metric,
-        final_weight=distill_args.final_weight, tbptt=distill_args.tbptt, callbacks=callbacks)
-    if distill_args.train_minutes:
-        steps = calibrate_steps(trainer, distill_args.train_minutes)
-        trainer.args.max_steps = steps
-        trainer.add_callback(TimeBudget(distill_args.train_minutes * 60 * 1.15))
-        logger.info("Calibrated %d optimiser steps for %.1f minutes.", steps, distill_args.train_minutes)
+        final_weight=distill_args.final_weight, tbptt=distill_args.tbptt, time_budget=budget)
     t1 = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     timings["train_s"] = time.perf_counter() - t1

@@ -3,12 +3,13 @@ mixes them, and `DistillationTrainer(transformers.Trainer)` which supplies the l
 
 import dataclasses
 import random
+import time
 from typing import Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import Trainer
+from transformers import Trainer, TrainerCallback
 
 from . import scores
 from .modeling_tf2rnn import TF2RNNModel
@@ -161,10 +162,17 @@ class DistillationTrainer(Trainer):
     (final and all-prefix cosine, free-running, and neighbour agreement@10 on the eval split)."""
 
     def __init__(self, *args, schedule: Optional[LossSchedule] = None, metric: str = "cosine",
-                 final_weight: float = 1.0, tbptt: Optional[int] = None, **kwargs):
+                 final_weight: float = 1.0, tbptt: Optional[int] = None, time_budget: Optional[float] = None,
+                 **kwargs):
         if metric not in METRICS:
             raise ValueError(f"Unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
         super().__init__(*args, **kwargs)
+        # With a time budget (seconds), progress is elapsed time: the loss schedule and the learning-rate
+        # decay follow the clock and training stops when it runs out, so runs compare at equal CPU time.
+        self.time_budget = time_budget
+        self._clock_start: Optional[float] = None
+        if time_budget:
+            self.add_callback(_TimeBudgetCallback(self))
         self.schedule = schedule or LossSchedule()
         self.transition = TransitionLoss(metric, final_weight)
         self.rollout = RolloutLoss(metric, final_weight, tbptt)
@@ -174,8 +182,24 @@ class DistillationTrainer(Trainer):
                              "state_lift=True (gru/lstm cells).")
 
     def _progress(self) -> float:
+        if self.time_budget:
+            if self._clock_start is None:
+                return 0.0
+            return min(1.0, (time.perf_counter() - self._clock_start) / self.time_budget)
         total = max(1, self.state.max_steps)
         return min(1.0, self.state.global_step / total)
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        if not self.time_budget:
+            return super().create_scheduler(num_training_steps, optimizer)
+        warmup = self.args.warmup_steps if 0 < self.args.warmup_steps < 1 else 0.0
+
+        def factor(_step: int) -> float:  # linear warm-up, then linear decay to 0, both in elapsed time
+            p = self._progress()
+            return p / warmup if p < warmup else max(0.0, (1.0 - p) / max(1e-9, 1.0 - warmup))
+
+        self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer, factor)
+        return self.lr_scheduler
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         # Every loss calls `model` itself, so under DDP the gradients are synchronised.
@@ -245,6 +269,18 @@ class DistillationTrainer(Trainer):
             metrics.update(extra)
             self.log(extra)
         return metrics
+
+
+class _TimeBudgetCallback(TrainerCallback):
+    def __init__(self, trainer: "DistillationTrainer"):
+        self.trainer = trainer
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.trainer._clock_start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if self.trainer._progress() >= 1.0:
+            control.should_training_stop = True
 
 
 @torch.no_grad()
