@@ -36,6 +36,14 @@ def cmd_evaluate(args, rest) -> int:
     (out / "results.md").write_text(markdown + "\n")
     print(markdown)
     print(f"\nwrote {out / 'results.json'} and {out / 'results.md'}")
+    if args.card:
+        from .modelcard import write_model_card
+        from .modeling_tf2rnn import TF2RNNModel
+
+        model = TF2RNNModel.from_pretrained(args.model)
+        card = write_model_card(args.model, model.config, results, repo_id=args.card,
+                                state_bytes=model.init_state(1).nbytes())
+        print(f"wrote the model card {card} for {args.card}")
     return 0
 
 
@@ -174,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-texts", type=int, default=1000)
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--output", default=None, help="Folder for results.json and results.md (default MODEL/eval).")
+    p.add_argument("--card", default=None, metavar="REPO_ID",
+                   help="Also re-render MODEL/README.md with these results, for the Hub repo REPO_ID.")
     p.set_defaults(func=cmd_evaluate)
 
     p = sub.add_parser("plot", help="Trajectory picture (and drift/suite charts from a results.json).")

@@ -188,39 +188,30 @@ def _sample(items: Sequence, n: int, salt: str) -> List:
     return [items[i] for i in sorted(keyed[:n])]
 
 
-def _retrieval_suite(pairs, n: int, salt: str):
+def _retrieval_suite(loader: str, label: str, n: int):
+    """A suite over (query, answer) pairs from `evaluation_data.<loader>`, `n` of them sampled stably."""
     def run(encode: Encoder) -> Dict[str, float]:
-        picked = _sample(list(pairs), n, salt)
+        from . import evaluation_data
+
+        try:
+            pairs = getattr(evaluation_data, loader)()
+        except Exception as err:
+            raise SkipSuite(f"{label} unavailable: {err}") from err
+        picked = _sample(list(pairs), n, loader)
         if len(picked) < n:
-            raise SkipSuite(f"only {len(picked)} pairs available, {n} needed")
+            raise SkipSuite(f"only {len(picked)} {label} pairs available, {n} needed")
         return scores.retrieval_scores(encode([q for q, _ in picked]), encode([d for _, d in picked]))
     return run
 
 
 def bible_suite(n: int = 2000):
     """KJV verse -> its WEB verse among `n` (public-domain paraphrase pairs)."""
-    def run(encode):
-        from .evaluation_data import bible_pairs
-
-        try:
-            pairs = bible_pairs()
-        except Exception as err:
-            raise SkipSuite(f"Bible texts unavailable: {err}") from err
-        return _retrieval_suite(pairs, n, "bible")(encode)
-    return run
+    return _retrieval_suite("bible_pairs", "Bible texts", n)
 
 
 def wordnet_suite(n: int = 2000):
     """WordNet example sentence -> its synset's definition among `n` held-out synsets."""
-    def run(encode):
-        from .evaluation_data import wordnet_pairs
-
-        try:
-            pairs = wordnet_pairs()
-        except Exception as err:
-            raise SkipSuite(f"WordNet unavailable: {err}") from err
-        return _retrieval_suite(pairs, n, "wordnet")(encode)
-    return run
+    return _retrieval_suite("wordnet_pairs", "WordNet", n)
 
 
 def lee_suite(encode: Encoder) -> Dict[str, float]:
