@@ -85,6 +85,27 @@ def test_fidelity_table_and_static_baseline(teacher, held_out):
     assert results_markdown({"suites": {"fidelity": table, "bible": {"skipped": "no data"}}}).count("|") > 10
 
 
+def test_keystroke_fidelity_matches_the_streaming_path(teacher):
+    from tf2rnn_hf.evaluation import keystroke_fidelity
+    from tf2rnn_hf.streaming import StreamingEncoder
+
+    torch.manual_seed(0)
+    model, tok = TF2RNNModel.from_teacher(teacher, hidden_size=16, token_init="input_embeddings")
+    text = "Hello there"
+    ds, _ = trajectories.compute_shard([text], teacher, trajectories.TrajectorySettings(granularity="char",
+                                                                                        bf16=False))
+    table = keystroke_fidelity(model, ds)
+    stream, cos = StreamingEncoder(model, tok), []
+    targets = torch.as_tensor(ds.with_format("numpy")[0]["trajectory"], dtype=torch.float32)
+    ends = ds[0]["char_ends"]
+    for c, char in enumerate(text, start=1):
+        emb = stream.type(char)
+        if c in ends:
+            cos.append(float(torch.nn.functional.cosine_similarity(emb, targets[ends.index(c)], dim=0)))
+    assert table["student"]["keystroke_cosine"] == pytest.approx(sum(cos) / len(cos), abs=1e-5)
+    assert table["_keystrokes"]["count"] == len(ends)
+
+
 def test_evaluate_and_plot_cli(teacher, tmp_path):
     torch.manual_seed(0)
     model, tok = TF2RNNModel.from_teacher(teacher, hidden_size=16, token_init="input_embeddings")

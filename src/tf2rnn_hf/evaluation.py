@@ -265,10 +265,47 @@ def run_suites(encoders: Dict[str, Encoder], suites: Sequence[str] = tuple(SUITE
     return results
 
 
+# ---------------------------------------------------------------- per keystroke
+
+
+@torch.no_grad()
+def keystroke_fidelity(model, char_dataset, token_vectors: Optional[torch.Tensor] = None, batch_size: int = 256
+                       ) -> Dict[str, Dict[str, float]]:
+    """Cosine to the teacher after every keystroke that changes the tokens (character-level trajectories).
+
+    The student's embedding of text[:c] is what the streaming encoder shows after typing c characters
+    (the two are equal, tested); it is computed here in batches of prefixes.
+    """
+    model.eval()
+    prefixes, targets = [], []
+    for row in char_dataset.with_format("numpy", columns=["char_input_ids", "trajectory"]):
+        prefixes.extend(list(ids) for ids in row["char_input_ids"])
+        targets.append(torch.as_tensor(row["trajectory"], dtype=torch.float32))
+    target = torch.cat(targets)
+    student = torch.zeros_like(target)
+    order = sorted(range(len(prefixes)), key=lambda i: len(prefixes[i]))
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        width = max(len(prefixes[i]) for i in idx)
+        ids = torch.zeros(len(idx), width, dtype=torch.long)
+        mask = torch.zeros(len(idx), width, dtype=torch.long)
+        for j, i in enumerate(idx):
+            ids[j, :len(prefixes[i])] = torch.as_tensor(prefixes[i], dtype=torch.long)
+            mask[j, :len(prefixes[i])] = 1
+        student[idx] = model(ids, attention_mask=mask, use_cache=False).pooler_output.float()
+    table = {"student": {"keystroke_cosine": float(scores.cosine_fidelity(student, target).mean())}}
+    if token_vectors is not None:
+        static = torch.stack([F.normalize(token_vectors[torch.as_tensor(p, dtype=torch.long)].sum(0), dim=-1)
+                              for p in prefixes])
+        table["static mean"] = {"keystroke_cosine": float(scores.cosine_fidelity(static, target).mean())}
+    table["_keystrokes"] = {"count": float(len(prefixes))}
+    return table
+
+
 # ---------------------------------------------------------------- the whole evaluation of one student
 
 
-ALL_SUITES = ("fidelity",) + tuple(SUITES)
+ALL_SUITES = ("fidelity", "keystroke") + tuple(SUITES)
 
 
 def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: Sequence[str] = ALL_SUITES,
@@ -307,7 +344,12 @@ def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: 
         ds = trajectories.load(trajectories.generate(texts, teacher, settings, cache_dir, progress=False))
         results["fidelity"] = fidelity_table(model, ds, teacher, token_vectors)
         results["fidelity"]["_n_texts"] = len(ds)
-    results.update(run_suites(encoders, [s for s in suites if s != "fidelity"]))
+    if "keystroke" in suites:
+        texts = load_texts(corpus, eval_split, limit=min(n_texts, 200), cache_dir=cache_dir)["text"]
+        settings = trajectories.TrajectorySettings(granularity="char", max_tokens=64)
+        ds = trajectories.load(trajectories.generate(texts, teacher, settings, cache_dir, progress=False))
+        results["keystroke"] = keystroke_fidelity(model, ds, token_vectors)
+    results.update(run_suites(encoders, [s for s in suites if s not in ("fidelity", "keystroke")]))
     return {"model": str(model_path), "teacher": teacher.hub_id, "model2vec": MODEL2VEC_NOTE, "suites": results}
 
 

@@ -68,7 +68,7 @@ def plot_drift(fidelity: Dict[str, Dict[str, float]], path: Union[str, Path]) ->
 def plot_suites(results: Dict[str, dict], path: Union[str, Path]) -> Path:
     """One bar group per suite's headline metric: student vs teacher vs baselines."""
     plt = _pyplot()
-    headline = {"fidelity": "neighbour_agreement@10", "bible": "recall@1", "wordnet": "recall@1", "lee": "pearson",
+    headline = {"fidelity": "neighbour_agreement@10", "keystroke": "keystroke_cosine", "bible": "recall@1", "wordnet": "recall@1", "lee": "pearson",
                 "wordsim": "wordsim353_spearman"}
     suites = [s for s in headline if s in results and "skipped" not in results[s]]
     systems = []
