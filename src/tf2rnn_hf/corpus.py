@@ -60,10 +60,13 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     (one text per line), `.jsonl`/`.json` or `.csv` file or a folder of them, or a Hub dataset id.
     Empty and whitespace-only texts are dropped (and counted in the log).
     """
+    looks_local = source.endswith((".txt", ".jsonl", ".json", ".csv")) or source.startswith((".", "/", "~"))
     if source == OFFLINE:
         ds = build_offline_corpus(cache_dir=cache_dir)[split]
     elif Path(source).exists():
         ds = _load_local(Path(source), text_column)
+    elif looks_local:
+        raise FileNotFoundError(f"Corpus file {source} does not exist.")
     else:
         ds = datasets.load_dataset(source, split=split)
     if text_column not in ds.column_names:
