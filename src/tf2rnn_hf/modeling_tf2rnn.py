@@ -243,7 +243,8 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         self._check_inputs(input_ids, past_state)
         if teacher_states is not None:
             preds = self._teacher_forced(input_ids, attention_mask, teacher_states, teacher_forcing)
-            pooled = preds[torch.arange(len(preds)), (self.step_mask(input_ids, attention_mask).sum(1) - 1).clamp(min=0)]
+            last = (self.step_mask(input_ids, attention_mask).sum(1) - 1).clamp(min=0)
+            pooled = preds[torch.arange(len(preds)), last]
             return TF2RNNModelOutput(last_hidden_state=preds, pooler_output=pooled) if return_dict else (preds, pooled)
         batch, steps = input_ids.shape
         state = past_state if past_state is not None else self.init_state(batch)
