@@ -152,6 +152,13 @@ class BatchStreamingEncoder:
         rounds = max((len(t) for _, t in pending), default=0)
         for r in range(rounds):
             active = [(s, t[r]) for s, t in pending if len(t) > r]
+            if len(active) == 1:  # one stream (a keystroke at batch 1): no concatenating or splitting
+                (s, tok), = active
+                state = self._state(s)
+                _, new = self.model.step_with_grad(torch.tensor([tok], device=state.device), state)
+                s.word_tokens.append(tok)
+                s.word_states.append(new)
+                continue
             states = TF2RNNState.concat([self._state(s) for s, _ in active])
             ids = torch.tensor([tok for _, tok in active], dtype=torch.long, device=states.device)
             _, new = self.model.step_with_grad(ids, states)
