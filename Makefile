@@ -1,4 +1,6 @@
 PY := .venv/bin/python
+# Subprocesses (accelerate, the tf2rnn command) come from the project environment too.
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
 
 .PHONY: setup test distill bench
 setup: .venv/.installed

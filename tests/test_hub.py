@@ -122,7 +122,9 @@ def test_trainer_push_to_hub(hub, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(HF_ENDPOINT=endpoint, HF_HUB_DISABLE_XET="1", HF_TOKEN="hf_dummy", HF_HOME=str(root / "home-trainer"),
                OMP_NUM_THREADS="1")
+    data = Path(__file__).parent / "data"
     run = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "distill", "--preset", "tiny", "--max_steps", "2",
+                          "--corpus", str(data / "train.txt"), "--eval_corpus", str(data / "heldout.txt"),
                           "--output_dir", str(tmp_path / "out"), "--cache_dir", str(tmp_path / "cache"),
                           "--report_to", "none", "--push_to_hub", "true", "--hub_model_id", "org/trained",
                           "--save_strategy", "no", "--disable_tqdm", "true"], env=env, capture_output=True,

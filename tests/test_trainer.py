@@ -17,6 +17,7 @@ from tf2rnn_hf.trainer import (DistillationTrainer, LossSchedule, RolloutLoss, S
                                TransitionLoss, position_weights, step_loss)
 
 ROOT = Path(__file__).parents[1]
+ACCELERATE = [sys.executable, "-m", "accelerate.commands.launch"]  # `accelerate launch`, whatever PATH holds
 RANK_SCRIPT = ROOT / "tests" / "scripts" / "distill_rank_weights.py"
 TEXTS = [f"The {a} {b} near the {c}." for a in ("old", "quick", "silent", "red") for b in
          ("river flows", "dog sleeps", "engine hums", "poet writes") for c in ("bridge", "house", "forest")]
@@ -117,9 +118,14 @@ def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
     assert any("loss_transition" in h for h in logged) and any("loss_rollout" in h for h in logged)
 
 
+DATA = ROOT / "tests" / "data"
+
+
 def _distill_args(out, cache, *extra):
-    return ["--preset", "tiny", "--output_dir", str(out), "--cache_dir", str(cache), "--report_to", "none",
-            "--seed", "7", "--disable_tqdm", "true", *extra]
+    # Small local text keeps these runs to seconds; the offline corpus path is tested in test_corpus.py.
+    return ["--preset", "tiny", "--corpus", str(DATA / "train.txt"), "--eval_corpus", str(DATA / "heldout.txt"),
+            "--output_dir", str(out), "--cache_dir", str(cache), "--report_to", "none", "--seed", "7",
+            "--disable_tqdm", "true", *extra]
 
 
 def _env():
@@ -127,7 +133,7 @@ def _env():
 
 
 def test_two_processes_train_identical_weights(tmp_path):
-    cmd = ["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
+    cmd = [*ACCELERATE, "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
            "no", "--dynamo_backend", "no", str(RANK_SCRIPT),
            *_distill_args(tmp_path / "out", tmp_path / "cache", "--save_strategy", "no")]
     run = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)

@@ -14,6 +14,7 @@ import torch
 
 from tf2rnn_hf import trajectories as T
 
+ACCELERATE = [sys.executable, "-m", "accelerate.commands.launch"]  # `accelerate launch`, whatever PATH holds
 SCRIPT = Path(__file__).parent / "scripts" / "gen_trajectories.py"
 RANDOM_TEXTS = ["Colourless green ideas sleep furiously.", "A", "an unusual-looking 1999 café, oddly named",
                 "Hello hello HELLO", "    ", "x y z w v u t s r q p", "Colourless green dreams."]
@@ -99,7 +100,7 @@ def test_killed_run_resumes_without_recomputing(tmp_path):
 
 def test_two_accelerate_processes_match_one(tmp_path):
     env = _env()
-    two = subprocess.run(["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+    two = subprocess.run([*ACCELERATE, "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
                           "--mixed_precision", "no", "--dynamo_backend", "no", str(SCRIPT), str(tmp_path / "two"),
                           "24", "4"], env=env, capture_output=True, text=True, timeout=300)
     assert two.returncode == 0, two.stderr[-3000:]

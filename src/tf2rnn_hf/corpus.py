@@ -10,6 +10,7 @@ or Lee evaluation texts when those are present.
 import gzip
 import hashlib
 import logging
+import os
 import re
 import shutil
 import subprocess
@@ -289,7 +290,7 @@ def build_offline_corpus(cache_dir: Optional[Union[str, Path]] = None, packages_
                                      for t in b["text"]]}, batched=True)
     out = datasets.DatasetDict({name: ds.filter(lambda b, n=name: [s == n for s in b["split"]], batched=True)
                                 .remove_columns("split") for name in ("train", "heldout")})
-    tmp = cache.with_name(cache.name + ".tmp")
+    tmp = cache.with_name(f"{cache.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     out.save_to_disk(str(tmp))
     shutil.rmtree(cache, ignore_errors=True)

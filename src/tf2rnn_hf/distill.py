@@ -61,6 +61,8 @@ class ModelArguments:
 @dataclass
 class DataArguments:
     corpus: str = field(default="offline", metadata={"help": "'offline', a local file/folder or a Hub dataset id."})
+    eval_corpus: Optional[str] = field(default=None, metadata={
+        "help": "Held-out text (same kinds as --corpus); default: --corpus at --eval_split."})
     text_column: str = "text"
     train_split: str = "train"
     eval_split: str = "heldout"
@@ -125,10 +127,13 @@ def main(argv=None) -> dict:
     settings = trajectories.TrajectorySettings(
         granularity=data_args.granularity, max_tokens=data_args.max_tokens, stride=data_args.stride,
         bf16=data_args.teacher_bf16, token_budget=data_args.token_budget, shard_size=data_args.shard_size)
-    train_texts = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
-                             data_args.max_train_texts, data_args.cache_dir)["text"]
-    eval_texts = load_texts(data_args.corpus, data_args.eval_split, data_args.text_column,
-                            data_args.max_eval_texts, data_args.cache_dir)["text"]
+    # The main process builds shared artefacts first (the offline corpus, token vectors); the others then
+    # read them from the cache instead of racing to write them.
+    with training_args.main_process_first(desc="corpus"):
+        train_texts = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
+                                 data_args.max_train_texts, data_args.cache_dir)["text"]
+        eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
+                                data_args.text_column, data_args.max_eval_texts, data_args.cache_dir)["text"]
     train_ds = trajectories.build(train_texts, teacher, settings, data_args.cache_dir)
     eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1})
     eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir)
@@ -142,11 +147,12 @@ def main(argv=None) -> dict:
 
         tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
     else:
-        model, tokenizer = TF2RNNModel.from_teacher(
-            teacher, cell_type=model_args.cell_type, hidden_size=model_args.hidden_size,
-            num_hidden_layers=model_args.num_hidden_layers, token_init=model_args.token_init,
-            residual_token_mean=model_args.residual_token_mean, num_slots=model_args.num_slots,
-            num_attention_heads=model_args.num_attention_heads, state_lift=schedule.uses_transition)
+        with training_args.main_process_first(desc="token vectors"):
+            model, tokenizer = TF2RNNModel.from_teacher(
+                teacher, cell_type=model_args.cell_type, hidden_size=model_args.hidden_size,
+                num_hidden_layers=model_args.num_hidden_layers, token_init=model_args.token_init,
+                residual_token_mean=model_args.residual_token_mean, num_slots=model_args.num_slots,
+                num_attention_heads=model_args.num_attention_heads, state_lift=schedule.uses_transition)
     if schedule.uses_transition and schedule.transition_weight(1.0) == 0:
         # Parts used only in one phase would stall DDP's gradient reduction in the other.
         training_args.ddp_find_unused_parameters = True
