@@ -1,6 +1,7 @@
 """Trajectories: batched == one call per prefix, char prefixes, crash-safe resumable shards, and two
 accelerate processes producing the same cache as one."""
 
+import json
 import os
 import signal
 import subprocess
@@ -10,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 from tf2rnn_hf import trajectories as T
 
@@ -72,30 +72,44 @@ def _env():
     return env
 
 
+def _shards(cache):
+    return sorted(p for p in cache.glob("trajectories/*/shards/*") if not p.name.startswith("."))
+
+
 def test_killed_run_resumes_without_recomputing(tmp_path):
     interrupted, clean = tmp_path / "interrupted", tmp_path / "clean"
     proc = subprocess.Popen([sys.executable, str(SCRIPT), str(interrupted), "40", "4"], env=_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 120
-    while time.time() < deadline and not list(interrupted.glob("trajectories/*/shard-00001")):
+    while time.time() < deadline and len(_shards(interrupted)) < 2:
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    roots = list(interrupted.glob("trajectories/*"))
-    assert len(roots) == 1
-    done = sorted(p.name for p in roots[0].glob("shard-*"))
+    done = _shards(interrupted)
     assert 2 <= len(done) < 10, done  # killed mid-way
-    stamps = {p.name: p.stat().st_mtime_ns for p in roots[0].glob("shard-*")}
+    stamps = {p.name: p.stat().st_mtime_ns for p in done}
     subprocess.run([sys.executable, str(SCRIPT), str(interrupted), "40", "4"], env=_env(), check=True,
                    capture_output=True)
-    assert all(roots[0].joinpath(name).stat().st_mtime_ns == stamp for name, stamp in stamps.items())
+    assert len(_shards(interrupted)) == 10
+    assert all(p.stat().st_mtime_ns == stamps[p.name] for p in done)  # finished shards were not recomputed
     subprocess.run([sys.executable, str(SCRIPT), str(clean), "40", "4"], env=_env(), check=True,
                    capture_output=True)
-    resumed = T.load(roots[0]).with_format("numpy")
-    reference = T.load(next(clean.glob("trajectories/*"))).with_format("numpy")
+    resumed = T.load(next(interrupted.glob("trajectories/*/runs/*.json"))).with_format("numpy")
+    reference = T.load(next(clean.glob("trajectories/*/runs/*.json"))).with_format("numpy")
     assert resumed["text"] == reference["text"]
     for a, b in zip(resumed["trajectory"], reference["trajectory"]):
         assert np.array_equal(a, b)
+
+
+def test_a_larger_slice_reuses_finished_shards(tmp_path, teacher):
+    texts = [f"text number {i} of a corpus" for i in range(12)]
+    settings = T.TrajectorySettings(shard_size=4, bf16=False)
+    T.generate(texts[:8], teacher, settings, tmp_path, progress=False)
+    stamps = {p.name: p.stat().st_mtime_ns for p in _shards(tmp_path)}
+    run = T.generate(texts, teacher, settings, tmp_path, progress=False)
+    assert len(_shards(tmp_path)) == 3
+    assert all(p.stat().st_mtime_ns == stamps[p.name] for p in _shards(tmp_path) if p.name in stamps)
+    assert T.load(run)["text"] == texts and T.stats(run)["texts"] == 12
 
 
 def test_two_accelerate_processes_match_one(tmp_path):
@@ -108,19 +122,19 @@ def test_two_accelerate_processes_match_one(tmp_path):
     one = subprocess.run([sys.executable, str(SCRIPT), str(tmp_path / "one"), "24", "4"], env=_env(),
                          capture_output=True, text=True, check=True)
     assert "WORLD 1" in one.stdout
-    a = T.load(next((tmp_path / "two").glob("trajectories/*"))).with_format("numpy")
-    b = T.load(next((tmp_path / "one").glob("trajectories/*"))).with_format("numpy")
+    a = T.load(next((tmp_path / "two").glob("trajectories/*/runs/*.json"))).with_format("numpy")
+    b = T.load(next((tmp_path / "one").glob("trajectories/*/runs/*.json"))).with_format("numpy")
     assert a["text"] == b["text"] and len(a) == 24
     for x, y in zip(a["trajectory"], b["trajectory"]):
         assert np.abs(x.astype(np.float32) - y.astype(np.float32)).max() < 1e-3
 
 
 def test_missing_shard_is_reported(tmp_path, teacher):
-    root = T.generate(["one text here", "and another"], teacher, T.TrajectorySettings(shard_size=1, bf16=False),
-                      tmp_path, progress=False)
+    run = T.generate(["one text here", "and another"], teacher, T.TrajectorySettings(shard_size=1, bf16=False),
+                     tmp_path, progress=False)
+    assert T.stats(run)["texts"] == 2
     import shutil
 
-    shutil.rmtree(root / "shard-00001")
+    shutil.rmtree(run.parent.parent / "shards" / json.loads(run.read_text())["shards"][1])
     with pytest.raises(RuntimeError, match=r"missing shards \[1\]"):
-        T.load(root)
-    assert torch.is_tensor(torch.as_tensor(T.stats(root)["prefixes"]))
+        T.load(run)

@@ -145,32 +145,42 @@ def texts_fingerprint(texts: Sequence[str]) -> str:
     return digest.hexdigest()[:16]
 
 
-def cache_path(teacher: Teacher, texts: Sequence[str], settings: TrajectorySettings,
-               cache_dir: Optional[Union[str, Path]] = None) -> Path:
-    """The cache folder for these texts, teacher and settings."""
-    key = json.dumps({"teacher": teacher.fingerprint(), "texts": texts_fingerprint(texts),
-                      "settings": dataclasses.asdict(settings)}, sort_keys=True)
+def cache_root(teacher: Teacher, settings: TrajectorySettings, cache_dir: Optional[Union[str, Path]] = None) -> Path:
+    """The cache folder of a teacher and settings. Shards inside are keyed by their own texts, so a larger
+    slice of the same corpus reuses every shard a smaller one computed."""
+    key = json.dumps({"teacher": teacher.fingerprint(), "settings": dataclasses.asdict(settings)}, sort_keys=True)
     name = f"{settings.granularity}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     return Path(cache_dir or default_cache_dir()) / "trajectories" / name
 
 
-def _shard_dir(root: Path, index: int) -> Path:
-    return root / f"shard-{index:05d}"
+def cache_path(teacher: Teacher, texts: Sequence[str], settings: TrajectorySettings,
+               cache_dir: Optional[Union[str, Path]] = None) -> Path:
+    """The run manifest of these texts (the ordered list of their shards): <root>/runs/<fingerprint>.json."""
+    return cache_root(teacher, settings, cache_dir) / "runs" / f"{texts_fingerprint(texts)}.json"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def generate(texts: Sequence[str], teacher: Teacher, settings: TrajectorySettings,
              cache_dir: Optional[Union[str, Path]] = None, process_index: int = 0, num_processes: int = 1,
              progress: bool = True) -> Path:
     """Compute this process's missing shards (every `num_processes`-th, from `process_index`); returns
-    the cache folder. Finished shards are never recomputed."""
+    the run manifest. Finished shards are never recomputed."""
     texts = list(texts)
-    root = cache_path(teacher, texts, settings, cache_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    n_shards = max(1, -(-len(texts) // settings.shard_size))
-    (root / "manifest.json").write_text(json.dumps({"shards": n_shards, "texts": len(texts),
-                                                    "teacher": teacher.hub_id,
-                                                    "settings": dataclasses.asdict(settings)}, indent=1))
-    mine = [i for i in range(n_shards) if i % num_processes == process_index and not _shard_dir(root, i).is_dir()]
+    run = cache_path(teacher, texts, settings, cache_dir)
+    shards = run.parent.parent / "shards"
+    shards.mkdir(parents=True, exist_ok=True)
+    run.parent.mkdir(exist_ok=True)
+    size = settings.shard_size
+    chunks = [texts[i:i + size] for i in range(0, len(texts), size)] or [[]]
+    keys = [texts_fingerprint(chunk) for chunk in chunks]
+    _write_atomic(run, json.dumps({"shards": keys, "texts": len(texts), "teacher": teacher.hub_id,
+                                   "settings": dataclasses.asdict(settings)}, indent=1))
+    mine = [i for i in range(len(chunks)) if i % num_processes == process_index and not (shards / keys[i]).is_dir()]
     iterator: Iterable[int] = mine
     if progress and mine:
         from tqdm.auto import tqdm
@@ -179,33 +189,39 @@ def generate(texts: Sequence[str], teacher: Teacher, settings: TrajectorySetting
     teacher.bf16 = settings.bf16
     for index in iterator:
         start = time.perf_counter()
-        chunk = texts[index * settings.shard_size:(index + 1) * settings.shard_size]
-        ds, stats = compute_shard(chunk, teacher, settings)
+        ds, stats = compute_shard(chunks[index], teacher, settings)
         stats["seconds"] = round(time.perf_counter() - start, 3)
-        tmp = root / f".tmp-{index:05d}-{os.getpid()}"
+        tmp = shards / f".tmp-{keys[index]}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         ds.save_to_disk(str(tmp))
         (tmp / "stats.json").write_text(json.dumps(stats))
-        os.replace(tmp, _shard_dir(root, index))  # atomic: a shard exists whole or not at all
-    return root
+        try:
+            os.replace(tmp, shards / keys[index])  # atomic: a shard exists whole or not at all
+        except OSError:  # another process finished the same shard first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return run
 
 
-def load(root: Union[str, Path]) -> datasets.Dataset:
-    """Merge the shards of a finished cache folder, in order."""
-    root = Path(root)
-    manifest = json.loads((root / "manifest.json").read_text())
-    missing = [i for i in range(manifest["shards"]) if not _shard_dir(root, i).is_dir()]
+def _shard_dirs(run: Union[str, Path]) -> List[Path]:
+    run = Path(run)
+    keys = json.loads(run.read_text())["shards"]
+    dirs = [run.parent.parent / "shards" / key for key in keys]
+    missing = [i for i, d in enumerate(dirs) if not d.is_dir()]
     if missing:
-        raise RuntimeError(f"Trajectory cache {root} is missing shards {missing[:10]}; run generate() again.")
-    return datasets.concatenate_datasets([datasets.load_from_disk(str(_shard_dir(root, i)))
-                                          for i in range(manifest["shards"])])
+        raise RuntimeError(f"Trajectory cache {run} is missing shards {missing[:10]}; run generate() again.")
+    return dirs
 
 
-def stats(root: Union[str, Path]) -> Dict[str, float]:
-    """Summed per-shard counts (texts, prefixes, teacher calls, seconds, ...) of a cache folder."""
+def load(run: Union[str, Path]) -> datasets.Dataset:
+    """Merge the shards of a finished run, in order."""
+    return datasets.concatenate_datasets([datasets.load_from_disk(str(d)) for d in _shard_dirs(run)])
+
+
+def stats(run: Union[str, Path]) -> Dict[str, float]:
+    """Summed per-shard counts (texts, prefixes, teacher calls, seconds, ...) of a run."""
     total: Dict[str, float] = {}
-    for path in sorted(Path(root).glob("shard-*/stats.json")):
-        for key, value in json.loads(path.read_text()).items():
+    for folder in _shard_dirs(run):
+        for key, value in json.loads((folder / "stats.json").read_text()).items():
             total[key] = total.get(key, 0) + value
     return total
 
@@ -220,7 +236,7 @@ def build(texts: Sequence[str], teacher: Teacher, settings: Optional[TrajectoryS
     # On a machine without GPUs, `accelerate launch --multi_gpu` processes only connect (over gloo) when
     # the state is created for CPU; the launcher overrides ACCELERATE_USE_CPU, so ask for it here.
     state = PartialState(cpu=not torch.cuda.is_available())
-    root = generate(texts, teacher, settings, cache_dir, state.process_index, state.num_processes,
-                    progress=progress and state.is_local_main_process)
+    run = generate(texts, teacher, settings, cache_dir, state.process_index, state.num_processes,
+                   progress=progress and state.is_local_main_process)
     state.wait_for_everyone()
-    return load(root)
+    return load(run)
