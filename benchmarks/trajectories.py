@@ -23,12 +23,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--texts", type=int, default=400)
     parser.add_argument("--naive-texts", type=int, default=60)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--output", default=str(Path(__file__).parent / "results" / "trajectories.json"))
     args = parser.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(args.threads)
     texts = load_texts("offline", "train", limit=args.texts)["text"]
     teacher = Teacher("built-in")
-    results = {"texts": len(texts)}
+    results = {"texts": len(texts), "threads": args.threads}
 
     # Naive: one teacher call per prefix, fp32.
     sample = texts[: args.naive_texts]
@@ -40,11 +41,12 @@ def main():
             n_prefix += 1
     results["naive_fp32_prefixes_per_s"] = n_prefix / (time.perf_counter() - start)
 
+    computed = {}
     for bf16 in (False, True):
         settings = T.TrajectorySettings(bf16=bf16, token_budget=4096)
         teacher.bf16 = bf16
         start = time.perf_counter()
-        _, stats = T.compute_shard(texts, teacher, settings)
+        computed[bf16], stats = T.compute_shard(texts, teacher, settings)
         elapsed = time.perf_counter() - start
         key = "bf16" if bf16 else "fp32"
         results[f"batched_{key}_prefixes_per_s"] = stats["prefixes"] / elapsed
@@ -65,6 +67,12 @@ def main():
         results[f"ceiling_{key}_calls_per_s"] = len(seqs) / (time.perf_counter() - start)
         results[f"batched_{key}_share_of_ceiling"] = (results[f"batched_{key}_teacher_calls_per_s"]
                                                      / results[f"ceiling_{key}_calls_per_s"])
+    # The fidelity cost of bf16: cosine between the bf16 and fp32 trajectories of the same prefixes.
+    a = torch.cat([torch.as_tensor(t, dtype=torch.float32) for t in computed[True].with_format("numpy")["trajectory"]])
+    b = torch.cat([torch.as_tensor(t, dtype=torch.float32) for t in computed[False].with_format("numpy")["trajectory"]])
+    cos = torch.nn.functional.cosine_similarity(a, b)
+    results["bf16_vs_fp32_cosine_mean"] = float(cos.mean())
+    results["bf16_vs_fp32_cosine_min"] = float(cos.min())
     results["speedup_batched_bf16_vs_naive"] = results["batched_bf16_prefixes_per_s"] / results[
         "naive_fp32_prefixes_per_s"]
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
