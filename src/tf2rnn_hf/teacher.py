@@ -113,8 +113,9 @@ class Teacher:
         return BUILT_IN_ID if self.name == BUILT_IN else str(self.name)
 
     def fingerprint(self) -> str:
-        """A short hash that changes when the teacher's weights or pooling change."""
-        digest = hashlib.sha256(f"{self.hub_id}|{self.pooling}|{self.normalize}|{self.bf16}".encode())
+        """A short hash that changes when the teacher's weights or pooling change (not with `bf16`, a
+        setting callers record themselves)."""
+        digest = hashlib.sha256(f"{self.hub_id}|{self.pooling}|{self.normalize}".encode())
         weights = Path(self.path) / "model.safetensors"
         if weights.is_file():
             stat = weights.stat()
@@ -192,7 +193,12 @@ class Teacher:
         if cache.is_file():
             return load_file(str(cache))["vectors"]
         vocab = len(self.tokenizer)
-        vectors = self.embed_batched([self.wrap([i]) for i in range(vocab)], token_budget=8192, progress=progress)
+        bf16, self.bf16 = self.bf16, False  # full precision: these vectors initialise every student
+        try:
+            vectors = self.embed_batched([self.wrap([i]) for i in range(vocab)], token_budget=8192,
+                                         progress=progress)
+        finally:
+            self.bf16 = bf16
         cache.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache.with_suffix(f".tmp{os.getpid()}")
         save_file({"vectors": vectors.contiguous()}, str(tmp))
