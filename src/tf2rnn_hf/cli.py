@@ -106,6 +106,7 @@ def cmd_stream(args, rest) -> int:
 
     from .streaming import StreamingEncoder
 
+    torch.set_flush_denormal(True)  # denormals made the recurrent step 1.5x slower in a profile
     model, tokenizer = _load(args.model)
     index_text = Path(args.index).read_text() if args.index else (files("tf2rnn_hf") / "data" / "demo_index.txt"
                                                                   ).read_text()
