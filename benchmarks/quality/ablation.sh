@@ -6,22 +6,13 @@
 # learning-rate decay follow the clock. Results: benchmarks/quality/results/ablation-*.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PY=${PY:-.venv/bin/python}
 MIN=${TRAIN_MINUTES:-10}
 TEXTS=${TRAIN_TEXTS:-60000}
-OUT=benchmarks/quality/results
-mkdir -p "$OUT"
 common=(--max_train_texts "$TEXTS" --max_eval_texts 1000 --hidden_size 768 --per_device_train_batch_size 64
         --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "$MIN" --report_to none --logging_steps 50
         --save_strategy no --disable_tqdm true --dataloader_num_workers 0)
-run() {
-  name=$1; shift
-  [ -f "$OUT/ablation-$name.json" ] && { echo "skip $name (done)"; return; }
-  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $PY examples/distill.py "${common[@]}" --output_dir "outputs/ablation-$name" \
-    "$@" > "$OUT/ablation-$name.log" 2>&1
-  cp "outputs/ablation-$name/results.json" "$OUT/ablation-$name.json"
-  echo "done $name"
-}
+source benchmarks/quality/common.sh
+run() { run_one ablation "$@"; }
 # Build the shared trajectory cache once, then train in pairs.
 OMP_NUM_THREADS=2 $PY examples/distill.py "${common[@]}" --train_minutes 0.01 --output_dir outputs/ablation-cache \
   > "$OUT/ablation-cache.log" 2>&1

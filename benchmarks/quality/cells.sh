@@ -4,20 +4,12 @@
 # time (TRAIN_MINUTES of one core each). Results: benchmarks/quality/results/cells-*.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PY=${PY:-.venv/bin/python}
 MIN=${TRAIN_MINUTES:-5}
-OUT=benchmarks/quality/results
 common=(--max_train_texts "${TRAIN_TEXTS:-60000}" --max_eval_texts 1000 --per_device_train_batch_size 64
         --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "$MIN" --report_to none --logging_steps 50
         --save_strategy no --disable_tqdm true)
-run() {
-  name=$1; shift
-  [ -f "$OUT/cells-$name.json" ] && { echo "skip $name (done)"; return; }
-  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $PY examples/distill.py "${common[@]}" --output_dir "outputs/cells-$name" \
-    "$@" > "$OUT/cells-$name.log" 2>&1
-  cp "outputs/cells-$name/results.json" "$OUT/cells-$name.json"
-  echo "done $name"
-}
+source benchmarks/quality/common.sh
+run() { run_one cells "$@"; }
 run gru --cell_type gru --hidden_size 768
 run lstm --cell_type lstm --hidden_size 640
 run linear_attention --cell_type linear_attention --hidden_size 400 --num_hidden_layers 2 --learning_rate 1e-3

@@ -2,7 +2,6 @@
 mixes them, and `DistillationTrainer(transformers.Trainer)` which supplies the loss and fidelity metrics."""
 
 import dataclasses
-import random
 import time
 from typing import Dict, List, Optional
 
@@ -11,7 +10,6 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import Trainer, TrainerCallback
 
-from . import scores
 from .modeling_tf2rnn import TF2RNNModel
 
 METRICS = ("cosine", "mse")
@@ -159,7 +157,8 @@ class LossSchedule:
 
 class DistillationTrainer(Trainer):
     """A `Trainer` whose loss is the distillation schedule, and whose evaluation adds fidelity metrics
-    (final and all-prefix cosine, free-running, and neighbour agreement@10 on the eval split)."""
+    (final and all-prefix cosine, free-running, neighbour agreement@10 and drift on the eval split),
+    computed by `evaluation.fidelity`, the same code as `tf2rnn evaluate`."""
 
     def __init__(self, *args, schedule: Optional[LossSchedule] = None, metric: str = "cosine",
                  final_weight: float = 1.0, tbptt: Optional[int] = None, time_budget: Optional[float] = None,
@@ -263,8 +262,13 @@ class DistillationTrainer(Trainer):
         metrics = super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
         dataset = eval_dataset if eval_dataset is not None else self.eval_dataset
         if dataset is not None and self.is_world_process_zero():
+            from .evaluation import _rows_to_tensors, fidelity, student_trajectories
+
             student = self.accelerator.unwrap_model(self.model)
-            extra = fidelity_metrics(student, dataset, self.data_collator, self.args.per_device_eval_batch_size)
+            was_training = student.training
+            rows = _rows_to_tensors(dataset)
+            extra = fidelity(student_trajectories(student, rows, self.args.per_device_eval_batch_size), rows)
+            student.train(was_training)
             extra = {f"{metric_key_prefix}_{k}": v for k, v in extra.items()}
             metrics.update(extra)
             self.log(extra)
@@ -281,36 +285,3 @@ class _TimeBudgetCallback(TrainerCallback):
     def on_step_end(self, args, state, control, **kwargs):
         if self.trainer._progress() >= 1.0:
             control.should_training_stop = True
-
-
-@torch.no_grad()
-def fidelity_metrics(model: TF2RNNModel, dataset, collator: TrajectoryCollator, batch_size: int = 64
-                     ) -> Dict[str, float]:
-    """Free-running fidelity on trajectory rows: final cosine, mean cosine over all target prefixes,
-    and neighbour agreement@10 of final embeddings (when there are more than 10 rows)."""
-    was_training = model.training
-    model.eval()
-    finals_s, finals_t, prefix_cos = [], [], []
-    device = next(model.parameters()).device
-    for start in range(0, len(dataset), batch_size):
-        batch = collator([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])
-        batch = {k: v.to(device) for k, v in batch.items()}
-        out = model(batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False)
-        cos = F.cosine_similarity(out.last_hidden_state, batch["targets"], dim=-1)
-        prefix_cos.append(cos[batch["target_mask"] > 0])
-        last = batch["attention_mask"].sum(1) - 1
-        rows = torch.arange(len(last), device=device)
-        finals_s.append(out.pooler_output)
-        finals_t.append(batch["targets"][rows, last])
-    model.train(was_training)
-    s, t = torch.cat(finals_s).cpu(), torch.cat(finals_t).cpu()
-    result = {"final_cosine": float(scores.cosine_fidelity(s, t).mean()),
-              "prefix_cosine": float(torch.cat(prefix_cos).mean())}
-    if len(s) > 10:
-        result["neighbour_agreement@10"] = scores.neighbour_agreement(s, t, k=10)
-    return result
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    torch.manual_seed(seed)
