@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from tf2rnn_hf import TF2RNNConfig, TF2RNNModel
+from tf2rnn_hf.quantization import quantize_int8
 from tf2rnn_hf.streaming import BatchStreamingEncoder, StreamingEncoder
 from tf2rnn_hf.teacher import Teacher
 
@@ -30,9 +31,10 @@ WORDS = ("the quick brown fox jumps over a lazy dog while streams of text arrive
          "and the encoder keeps its state between words so that nothing is read twice").split()
 
 
-def timed(fn, repeat: int):
-    """Per-call times in seconds (after one warm-up call)."""
-    fn()
+def timed(fn, repeat: int, warmup: bool = True):
+    """Per-call times in seconds (after one untimed warm-up call unless warmup=False)."""
+    if warmup:
+        fn()
     out = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -55,87 +57,113 @@ def text_of_tokens(tokenizer, n_tokens: int) -> str:
     return tokenizer.decode(ids)
 
 
-def bench_keystrokes(model, tokenizer, teacher, lengths, repeat):
-    """Per keystroke at batch 1: the student's streaming update vs the teacher re-encoding the prefix."""
+STUDENT_BLOCK = 25  # keystrokes per block between teacher calls
+
+
+def keystroker(model, tokenizer, prefix: str):
+    """A function that types one character into a stream holding `prefix` (a word kept short by deletes)."""
+    enc = StreamingEncoder(model, tokenizer)
+    enc.type(prefix + " ")
+    letters = iter("abcdefghij" * 100_000)
+
+    def key():
+        enc.type(next(letters))
+        if len(enc.text) - len(prefix) > 8:  # keep the word short: delete it back (pops)
+            enc.delete(len(enc.text) - len(prefix) - 1)
+    return key
+
+
+def bench_keystrokes(models, tokenizer, teacher, lengths, repeat):
+    """Per keystroke at batch 1: each student's streaming update vs the teacher re-encoding the prefix.
+
+    The sides alternate in blocks (one call of each teacher precision, then STUDENT_BLOCK keystrokes of
+    each student), so both see the same machine noise while a student runs warm, as in a process serving
+    keystrokes. `cold` is the keystroke right after a teacher call, whose ~90 MB of weights have flushed
+    the caches: the worst case, reported beside the steady state."""
     rows = []
     for n in lengths:
         prefix = text_of_tokens(tokenizer, n)
-        enc = StreamingEncoder(model, tokenizer)
-        enc.type(prefix + " ")
-        letters = iter("abcdefghij" * 10_000)
-
-        def student_key():  # type a character, as in a word being typed
-            enc.type(next(letters))
-            if len(enc.text) - len(prefix) > 8:  # keep the word short: delete it back (pops)
-                enc.delete(len(enc.text) - len(prefix) - 1)
-
         ids = teacher.tokenizer([prefix], return_tensors="pt")
         row = {"prefix_tokens": n}
-        student_times = []
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            for bf16 in (False, True):
-                def teacher_call():
-                    with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                        teacher.model(**ids)
-                t_times = []
-                for _ in range(repeat):  # interleave the two sides
-                    t_times += timed(teacher_call, 1)
-                    student_times += timed(student_key, 1)
-                row[f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t"] = summary(t_times)
-            row[f"student_{threads}t"] = summary(student_times[-2 * repeat:])
+            keys = {name: keystroker(model, tokenizer, prefix) for name, model in models.items()}
+            samples = {}
+            for _ in range(repeat):
+                for bf16 in (False, True):
+                    def teacher_call():
+                        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                            teacher.model(**ids)
+                    samples.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
+                        timed(teacher_call, 1))
+                for name, key in keys.items():
+                    times = timed(key, STUDENT_BLOCK, warmup=False)
+                    samples.setdefault(f"student_{name}_cold_{threads}t", []).append(times[0])
+                    samples.setdefault(f"student_{name}_{threads}t", []).extend(times[1:])
+            row.update({k: summary(v) for k, v in samples.items()})
         torch.set_num_threads(2)
-        best_teacher = min(row[k]["median_ms"] for k in row if k.startswith("teacher_") and k.endswith("2t"))
-        row["speedup_vs_best_teacher_2t"] = best_teacher / row["student_2t"]["median_ms"]
+        best_teacher = min(v["median_ms"] for k, v in row.items() if k.startswith("teacher_"))
+        for name in models:
+            best = min(row[f"student_{name}_{t}t"]["median_ms"] for t in (1, 2))
+            row[f"speedup_{name}"] = best_teacher / best
+            row[f"speedup_{name}_cold"] = best_teacher / min(row[f"student_{name}_cold_{t}t"]["median_ms"]
+                                                             for t in (1, 2))
         rows.append(row)
     return rows
 
 
-def bench_streams(model, tokenizer, teacher, counts, prefix_tokens=64):
-    """N concurrent streams each typing one character: updates per second, student vs teacher restart."""
+def bench_streams(models, tokenizer, teacher, counts, prefix_tokens=64):
+    """N concurrent streams each typing one character: updates per second, each student vs the teacher
+    restarting every stream."""
     rows = []
     prefix = text_of_tokens(tokenizer, prefix_tokens)
     for n in counts:
-        batch = BatchStreamingEncoder(model, tokenizer)
-        ids = batch.open(n)
-        batch.type({i: prefix + " w" for i in ids})
-        letters = iter("abcdefgh" * 1000)
         reps = max(3, min(20, 2000 // n))
-
-        def student():
-            c = next(letters)
-            batch.type({i: c for i in ids})
-
         texts = [prefix + " word"] * n
 
         def restart():
             teacher.embed_batched([teacher.wrap(x) for x in teacher.tokenizer(texts, add_special_tokens=False)
                                    ["input_ids"]], token_budget=8192)
 
-        s = statistics.median(timed(student, reps))
-        t = statistics.median(timed(restart, max(2, reps // 4)))
-        rows.append({"streams": n, "student_updates_per_s": n / s, "teacher_updates_per_s": n / t,
-                     "ratio": t / s})
+        row = {"streams": n, "teacher_updates_per_s": n / statistics.median(timed(restart, max(2, reps // 4)))}
+        for name, model in models.items():
+            batch = BatchStreamingEncoder(model, tokenizer)
+            ids = batch.open(n)
+            batch.type({i: prefix + " w" for i in ids})
+            letters = iter("abcdefgh" * 1000)
+
+            def student():
+                c = next(letters)
+                batch.type({i: c for i in ids})
+
+            row[f"student_{name}_updates_per_s"] = n / statistics.median(timed(student, reps))
+            row[f"ratio_{name}"] = row[f"student_{name}_updates_per_s"] / row["teacher_updates_per_s"]
+        rows.append(row)
     return rows
 
 
-def bench_bulk(model, tokenizer, teacher, texts):
-    """Finished sentences, final embeddings only, batch 64: sentences/s."""
+def bench_bulk(models, tokenizer, teacher, texts):
+    """Finished sentences, final embeddings only, batch 64: sentences/s, and each student's mean cosine
+    to the teacher on these (held-out) texts, which prices int8 in fidelity."""
     from tf2rnn_hf.evaluation import static_encoder, student_encoder, teacher_encoder
 
     vectors = torch.nn.functional.normalize(teacher.model.get_input_embeddings().weight.detach(), dim=-1)
-    systems = {"student": student_encoder(model, tokenizer, batch_size=64), "teacher (bf16)": None,
-               "teacher (fp32)": teacher_encoder(teacher), "static mean": static_encoder(teacher, vectors)}
-    out = {}
+    systems = {f"student ({name})": student_encoder(model, tokenizer, batch_size=64) for name, model in models.items()}
+    systems.update({"teacher (bf16)": None, "teacher (fp32)": teacher_encoder(teacher),
+                    "static mean": static_encoder(teacher, vectors)})
+    speed, vectors_out = {}, {}
     for name, encode in systems.items():
         if encode is None:
             teacher.bf16 = True
             encode = teacher_encoder(teacher)
         start = time.perf_counter()
-        encode(texts)
-        out[name] = len(texts) / (time.perf_counter() - start)
+        vectors_out[name] = encode(texts)
+        speed[name] = len(texts) / (time.perf_counter() - start)
         teacher.bf16 = False
-    return out
+    reference = vectors_out["teacher (fp32)"]
+    cosine = {name: torch.nn.functional.cosine_similarity(v, reference).mean().item()
+              for name, v in vectors_out.items() if name != "teacher (fp32)"}
+    return {"sentences_per_s": speed, "cosine_to_teacher_fp32": cosine, "texts": len(texts)}
 
 
 CELL_CONFIGS = {  # the cell comparison's sizes (~2.9M recurrent parameters each), benchmarks/quality/cells.sh
@@ -213,18 +241,32 @@ def bench_scale(model, tokenizer, teacher, steps_list=(10, 1000, 100_000)):
 
 
 def markdown(results) -> str:
-    lines = ["| prefix tokens | student ms/keystroke (2t) | teacher fp32 ms (2t) | teacher bf16 ms (2t) | "
-             "speed-up vs best teacher |", "|---|---|---|---|---|"]
+    names = [k[len("speedup_"):] for k in results["keystroke"][0] if k.startswith("speedup_") and not k.endswith("_cold")]
+    lines = ["| prefix tokens | teacher fp32 / bf16 ms (1t) | teacher fp32 / bf16 ms (2t) | "
+             + " | ".join(f"student {n} ms (1t / 2t; cold 1t) | speed-up {n} (cold)" for n in names) + " |",
+             "|---|---|---|" + "---|---|" * len(names)]
     for r in results["keystroke"]:
-        lines.append(f"| {r['prefix_tokens']} | {r['student_2t']['median_ms']:.3f} (p95 {r['student_2t']['p95_ms']:.3f})"
-                     f" | {r['teacher_fp32_2t']['median_ms']:.2f} | {r['teacher_bf16_2t']['median_ms']:.2f} | "
-                     f"{r['speedup_vs_best_teacher_2t']:.0f}x |")
-    lines += ["", "| concurrent streams | student updates/s | teacher-restart updates/s | ratio |", "|---|---|---|---|"]
+        cells = [f"{r['teacher_fp32_1t']['median_ms']:.2f} / {r['teacher_bf16_1t']['median_ms']:.2f}",
+                 f"{r['teacher_fp32_2t']['median_ms']:.2f} / {r['teacher_bf16_2t']['median_ms']:.2f}"]
+        for n in names:
+            cells.append(f"{r[f'student_{n}_1t']['median_ms']:.3f} (p95 {r[f'student_{n}_1t']['p95_ms']:.3f}) / "
+                         f"{r[f'student_{n}_2t']['median_ms']:.3f}; {r[f'student_{n}_cold_1t']['median_ms']:.3f}")
+            cells.append(f"{r[f'speedup_{n}']:.0f}x ({r[f'speedup_{n}_cold']:.0f}x)")
+        lines.append(f"| {r['prefix_tokens']} | " + " | ".join(cells) + " |")
+    lines += ["", "Speed-up: the faster teacher setting (fp32 or bf16, 1 or 2 threads) over the student's faster "
+              f"thread setting, warm (blocks of {STUDENT_BLOCK} keystrokes between teacher calls); in brackets, "
+              "cold: the keystroke right after a teacher call."]
+    lines += ["", "| concurrent streams | teacher-restart updates/s | "
+              + " | ".join(f"student {n} updates/s | ratio {n}" for n in names) + " |",
+              "|---|---|" + "---|---|" * len(names)]
     for r in results["streams"]:
-        lines.append(f"| {r['streams']} | {r['student_updates_per_s']:.0f} | {r['teacher_updates_per_s']:.0f} | "
-                     f"{r['ratio']:.1f}x |")
-    lines += ["", "| bulk encoding (batch 64) | sentences/s |", "|---|---|"]
-    lines += [f"| {k} | {v:.0f} |" for k, v in results["bulk"].items()]
+        lines.append(f"| {r['streams']} | {r['teacher_updates_per_s']:.0f} | " + " | ".join(
+            f"{r[f'student_{n}_updates_per_s']:.0f} | {r[f'ratio_{n}']:.1f}x" for n in names) + " |")
+    b = results["bulk"]
+    lines += ["", f"| bulk encoding (batch 64, {b['texts']} held-out sentences) | sentences/s | "
+              "mean cosine to teacher fp32 |", "|---|---|---|"]
+    lines += [f"| {k} | {v:.0f} | {b['cosine_to_teacher_fp32'].get(k, 1.0):.4f} |"
+              for k, v in b["sentences_per_s"].items()]
     lines += ["", "| cell (comparison size) | recurrent params | state bytes per stream | step ms (batch 1) |",
               "|---|---|---|---|"]
     lines += [f"| {k} | {v['recurrent_params']:,} | {v['state_bytes']:,} | {v['step_ms']:.3f} |"
@@ -264,15 +306,16 @@ def main():
                "student": {"cell": model.config.cell_type, "hidden_size": model.config.hidden_size,
                            "layers": model.config.num_hidden_layers, "source": args.model or "fresh default config"}}
     t0 = time.perf_counter()
-    results["keystroke"] = bench_keystrokes(model, tokenizer, teacher, (16, 64, 128, 256), repeat)
-    results["streams"] = bench_streams(model, tokenizer, teacher, (1, 64) if args.quick else (1, 64, 1024))
+    models = {"fp32": model, "int8": quantize_int8(model)}
+    results["keystroke"] = bench_keystrokes(models, tokenizer, teacher, (16, 64, 128, 256), repeat)
+    results["streams"] = bench_streams(models, tokenizer, teacher, (1, 64) if args.quick else (1, 64, 1024))
     from tf2rnn_hf.corpus import load_texts
 
     try:
         texts = load_texts("offline", "heldout", limit=256 if args.quick else 2048)["text"]
     except Exception:  # no Debian access: the bulk figure uses generated sentences instead
         texts = [" ".join(WORDS[i % 7:i % 7 + 12]) for i in range(512)]
-    results["bulk"] = bench_bulk(model, tokenizer, teacher, texts)
+    results["bulk"] = bench_bulk(models, tokenizer, teacher, texts)
     results["cells"] = bench_cells(tokenizer, 50 if args.quick else 200)
     results["rss"] = bench_rss(model, tokenizer, 100 if args.quick else 1000)
     results["scale"] = bench_scale(model, tokenizer, teacher, (10, 1000) if args.quick else (10, 1000, 100_000))

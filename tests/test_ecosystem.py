@@ -84,6 +84,9 @@ def test_cli_encode_round_trip(saved, tmp_path):
     assert run.returncode == 0
     rows = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
     assert [r["text"] for r in rows] == TEXTS and len(rows[0]["embedding"]) == 384
+    run = _cli("encode", str(path), "--input", str(src), "--output", str(tmp_path / "q.npy"), "--int8")
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert (np.load(tmp_path / "q.npy") * np.load(tmp_path / "e.npy")).sum(-1).min() >= 0.99  # unit vectors
 
 
 def test_cli_bad_input(saved, tmp_path):

@@ -8,12 +8,17 @@ from pathlib import Path
 from typing import List, Optional
 
 
-def _load(model_path: str):
+def _load(model_path: str, int8: bool = False):
     from transformers import AutoTokenizer
 
     from .modeling_tf2rnn import TF2RNNModel
 
-    return TF2RNNModel.from_pretrained(model_path).eval(), AutoTokenizer.from_pretrained(model_path)
+    model = TF2RNNModel.from_pretrained(model_path).eval()
+    if int8:
+        from .quantization import quantize_int8
+
+        model = quantize_int8(model, inplace=True)
+    return model, AutoTokenizer.from_pretrained(model_path)
 
 
 def cmd_distill(args, rest: List[str]) -> int:
@@ -81,7 +86,7 @@ def cmd_encode(args, rest) -> int:
     from .streaming import encode_texts
 
     lines = _read_lines(args.input)
-    model, tokenizer = _load(args.model)
+    model, tokenizer = _load(args.model, args.int8)
     emb = encode_texts(model, tokenizer, lines).numpy() if lines else np.zeros((0, model.config.output_size))
     out = Path(args.output)
     if out.suffix == ".npy":
@@ -107,7 +112,7 @@ def cmd_stream(args, rest) -> int:
     from .streaming import StreamingEncoder
 
     torch.set_flush_denormal(True)  # denormals made the recurrent step 1.5x slower in a profile
-    model, tokenizer = _load(args.model)
+    model, tokenizer = _load(args.model, args.int8)
     index_text = Path(args.index).read_text() if args.index else (files("tf2rnn_hf") / "data" / "demo_index.txt"
                                                                   ).read_text()
     docs = [d for d in index_text.splitlines() if d.strip()]
@@ -199,12 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--input", default="-")
     p.add_argument("--output", required=True)
+    p.add_argument("--int8", action="store_true",
+                   help="Int8 weights (CPU; ~2.5x faster per keystroke, ~0.001 lower cosine to the teacher).")
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser("stream", help="Interactive search-as-you-type demo in the terminal.")
     p.add_argument("model")
     p.add_argument("--index", default=None, help="One document per line (default: a small built-in index).")
     p.add_argument("--top", type=int, default=5)
+    p.add_argument("--int8", action="store_true",
+                   help="Int8 weights (CPU; ~2.5x faster per keystroke, ~0.001 lower cosine to the teacher).")
     p.set_defaults(func=cmd_stream)
 
     p = sub.add_parser("push", help="Upload a saved student folder to the Hub.")

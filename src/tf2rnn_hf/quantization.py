@@ -1,0 +1,42 @@
+"""Int8 weights for CPU inference.
+
+At batch 1 a keystroke is bound by reading the recurrent weights from memory (a GRU-768 step reads
+11.8 MB of fp32), not by arithmetic. PyTorch's dynamic quantization stores `nn.GRU`, `nn.LSTM` and
+`nn.Linear` weights as int8 (4x fewer bytes) and runs them with fbgemm kernels; activations are quantized
+per call, so results depend slightly on what is batched together: a quantized stream agrees with the
+quantized model run from scratch to about 1e-3, not 1e-5. `benchmarks/run.py` reports the speed and the
+fidelity cost side by side.
+"""
+
+import copy
+import warnings
+
+import torch
+from torch import nn
+
+from .modeling_tf2rnn import TF2RNNModel
+
+
+def quantize_int8(model: TF2RNNModel, inplace: bool = False) -> TF2RNNModel:
+    """A copy of `model` for CPU inference with int8 recurrent and linear weights (token table stays fp32).
+
+    The result is for inference only: it cannot be trained or saved with `save_pretrained`; quantize
+    after loading instead."""
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        raise ValueError("Int8 dynamic quantization runs on CPU; move the model with .cpu() first.")
+    if not set(torch.backends.quantized.supported_engines) & {"x86", "fbgemm", "qnnpack"}:
+        raise RuntimeError("This PyTorch build has no quantized CPU engine (fbgemm or qnnpack).")
+    from torch.ao.quantization import quantize_dynamic
+
+    model = model if inplace else copy.deepcopy(model)
+    model.eval()
+    with warnings.catch_warnings():  # the eager API is deprecated in favour of torchao; it still ships
+        warnings.simplefilter("ignore")
+        quantize_dynamic(model, {nn.GRU, nn.LSTM, nn.Linear}, dtype=torch.qint8, inplace=True)
+    model.int8_dynamic = True
+    return model
+
+
+def is_quantized(model: nn.Module) -> bool:
+    """Whether `quantize_int8` was applied."""
+    return getattr(model, "int8_dynamic", False)
