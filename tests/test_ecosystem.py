@@ -68,6 +68,27 @@ def test_model_card_validates(saved):
     assert "## Limitations" in text and "StreamingEncoder" in text and "| student |" in text
 
 
+def test_cli_card_from_saved_results(saved, tmp_path):
+    import shutil
+
+    _, _, path = saved
+    folder = tmp_path / "student"
+    shutil.copytree(path, folder)
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"suites": {"lee": {"student": {"pearson": 0.61, "spearman": 0.52}}}}))
+    extra = tmp_path / "cells.md"
+    extra.write_text("### Cell comparison\n\n| cell | final cosine |\n|---|---|\n| gru | 0.88 |\n")
+    run = _cli("card", str(folder), "org/tf2rnn-test", "--results", str(results), "--extra", str(extra))
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    text = (folder / "README.md").read_text()
+    assert "| gru | 0.88 |" in text and 'AutoModel.from_pretrained("org/tf2rnn-test")' in text
+    assert text.index("## Results") < text.index("### Cell comparison") < text.index("## Training data")
+    metrics = card_metadata(folder / "README.md")["model-index"][0]["results"][0]["metrics"]
+    assert {m["value"] for m in metrics} == {0.61, 0.52}
+    run = _cli("card", str(folder), "org/x", "--results", str(tmp_path / "missing.json"))
+    assert run.returncode != 0 and b"no results at" in run.stderr
+
+
 def _cli(*args, stdin=None):
     return subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", *args], input=stdin, capture_output=True,
                           timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
@@ -101,7 +122,7 @@ def test_cli_bad_input(saved, tmp_path):
 
 
 def test_cli_help_everywhere():
-    for command in ([], ["evaluate"], ["plot"], ["encode"], ["stream"], ["push"], ["pull"], ["distill"]):
+    for command in ([], ["evaluate"], ["card"], ["plot"], ["encode"], ["stream"], ["push"], ["pull"], ["distill"]):
         run = _cli(*command, "--help")
         assert run.returncode == 0 and b"usage" in run.stdout.lower(), command
 

@@ -13,8 +13,8 @@ import torch
 from transformers import TrainingArguments
 
 from tf2rnn_hf import TF2RNNModel, trajectories
-from tf2rnn_hf.trainer import (DistillationTrainer, LossSchedule, RolloutLoss, SimilarityLoss, TrajectoryCollator,
-                               TransitionLoss, position_weights, step_loss)
+from tf2rnn_hf.trainer import (DistillationTrainer, KeystrokeCollator, LossSchedule, RolloutLoss, SimilarityLoss,
+                               TrajectoryCollator, TransitionLoss, position_weights, step_loss)
 
 ROOT = Path(__file__).parents[1]
 ACCELERATE = [sys.executable, "-m", "accelerate.commands.launch"]  # `accelerate launch`, whatever PATH holds
@@ -116,6 +116,65 @@ def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
     assert {"eval_prefix_cosine", "eval_neighbour_agreement@10"} <= set(after)
     logged = [h for h in trainer.state.log_history if "loss_transition" in h or "loss_rollout" in h]
     assert any("loss_transition" in h for h in logged) and any("loss_rollout" in h for h in logged)
+
+
+@pytest.fixture(scope="module")
+def char_data(teacher, tmp_path_factory):
+    settings = trajectories.TrajectorySettings(granularity="char", bf16=False, max_tokens=16, shard_size=64)
+    cache = tmp_path_factory.mktemp("char")
+    train = trajectories.load(trajectories.generate(TEXTS[:30], teacher, settings, cache, progress=False))
+    held = trajectories.load(trajectories.generate(TEXTS[30:], teacher, settings, cache, progress=False))
+    return train, held
+
+
+def test_keystroke_batch_is_what_the_stream_runs(teacher, data, char_data):
+    from tf2rnn_hf.streaming import StreamingEncoder
+
+    model, tok = _student(teacher)
+    rows = [char_data[0][i] for i in range(4)]
+    batch = KeystrokeCollator(tok.pad_token_id, partials_per_text=100)(rows)
+    # Whole-token keystrokes become the token batch, with the token trajectory's targets.
+    token_batch = TrajectoryCollator(tok.pad_token_id)([data[0][i] for i in range(4)])
+    both = (batch["target_mask"] > 0) & (token_batch["target_mask"] > 0)
+    assert both.sum() >= 0.8 * token_batch["target_mask"].sum()
+    assert (batch["targets"][both] - token_batch["targets"][both]).abs().max() < 2e-3  # fp16 storage
+    # Keystrokes inside a word: the partial word's own tokens after the finished words, as typed.
+    partial = sum(sum(s < len(p) for s, p in zip(r["shared_tokens"], r["char_input_ids"])) for r in rows)
+    assert len(batch["keystroke_ids"]) == partial > 0
+    with torch.no_grad():
+        run = model(batch["keystroke_ids"], attention_mask=batch["keystroke_mask"]).pooler_output
+    typed = []
+    for row in rows:
+        enc = StreamingEncoder(model, tok)
+        for c, ids in zip(row["char_ends"], row["char_input_ids"]):
+            enc.type(row["text"][len(enc.text):c])
+            if list(ids) != row["input_ids"][:len(ids)]:
+                typed.append(enc.embedding)
+    assert (torch.stack(typed) - run).abs().max() <= 1e-5
+
+
+def test_keystroke_loss_improves_keystroke_fidelity(teacher, char_data, tmp_path):
+    from tf2rnn_hf.evaluation import keystroke_fidelity
+
+    model, tok = _student(teacher)
+    args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=30,
+                             per_device_train_batch_size=8, learning_rate=3e-3, remove_unused_columns=False,
+                             save_strategy="no", logging_steps=10, seed=0, disable_tqdm=True)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=char_data[0],
+                                  data_collator=KeystrokeCollator(tok.pad_token_id),
+                                  schedule=LossSchedule(keystroke_weight=1.0))
+    before = keystroke_fidelity(model, char_data[1])["student"]["keystroke_cosine"]
+    trainer.train()
+    after = keystroke_fidelity(model, char_data[1])["student"]["keystroke_cosine"]
+    assert after > before + 0.05
+    assert any("loss_keystroke" in h for h in trainer.state.log_history)
+
+
+def test_keystroke_loss_needs_char_trajectories():
+    from tf2rnn_hf.distill import main
+
+    with pytest.raises(ValueError, match="--granularity char"):
+        main(["--keystroke_weight", "1", "--output_dir", "unused", "--report_to", "none"])
 
 
 DATA = ROOT / "tests" / "data"

@@ -1,4 +1,4 @@
-"""The `tf2rnn` command: distill, evaluate, plot, encode, stream, push, pull."""
+"""The `tf2rnn` command: distill, evaluate, card, plot, encode, stream, push, pull."""
 
 import argparse
 import json
@@ -42,13 +42,27 @@ def cmd_evaluate(args, rest) -> int:
     print(markdown)
     print(f"\nwrote {out / 'results.json'} and {out / 'results.md'}")
     if args.card:
-        from .modelcard import write_model_card
-        from .modeling_tf2rnn import TF2RNNModel
+        _write_card(args.model, results, args.card, args.card_extra)
+    return 0
 
-        model = TF2RNNModel.from_pretrained(args.model)
-        card = write_model_card(args.model, model.config, results, repo_id=args.card,
-                                state_bytes=model.init_state(1).nbytes())
-        print(f"wrote the model card {card} for {args.card}")
+
+def _write_card(model_path: str, results: dict, repo_id: str, extra: Optional[str]) -> None:
+    from .modelcard import write_model_card
+    from .modeling_tf2rnn import TF2RNNModel
+
+    model = TF2RNNModel.from_pretrained(model_path)
+    extra_markdown = Path(extra).read_text() if extra else None
+    card = write_model_card(model_path, model.config, results, repo_id=repo_id,
+                            state_bytes=model.init_state(1).nbytes(), extra_markdown=extra_markdown)
+    print(f"wrote the model card {card} for {repo_id}")
+
+
+def cmd_card(args, rest) -> int:
+    """Write a model's card from saved results (no re-evaluation)."""
+    results_path = Path(args.results or Path(args.model) / "eval" / "results.json")
+    if not results_path.is_file():
+        raise SystemExit(f"error: no results at {results_path}; run `tf2rnn evaluate {args.model}` first.")
+    _write_card(args.model, json.loads(results_path.read_text()), args.repo_id, args.extra)
     return 0
 
 
@@ -190,7 +204,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", default=None, help="Folder for results.json and results.md (default MODEL/eval).")
     p.add_argument("--card", default=None, metavar="REPO_ID",
                    help="Also re-render MODEL/README.md with these results, for the Hub repo REPO_ID.")
+    p.add_argument("--card-extra", default=None, metavar="FILE",
+                   help="Markdown to add to the card after the results (e.g. a cell comparison).")
     p.set_defaults(func=cmd_evaluate)
+
+    p = sub.add_parser("card", help="Write MODEL/README.md from saved evaluation results (no re-evaluation).")
+    p.add_argument("model")
+    p.add_argument("repo_id", help="The Hub repo the card is for (used in its usage examples).")
+    p.add_argument("--results", default=None, help="A results.json from `tf2rnn evaluate` (default MODEL/eval).")
+    p.add_argument("--extra", default=None, metavar="FILE", help="Markdown to add after the results.")
+    p.set_defaults(func=cmd_card)
 
     p = sub.add_parser("plot", help="Trajectory picture (and drift/suite charts from a results.json).")
     p.add_argument("model")

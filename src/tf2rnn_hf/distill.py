@@ -26,7 +26,7 @@ from .corpus import load_texts
 from .evaluation import fidelity_table, format_table
 from .modeling_tf2rnn import TF2RNNModel
 from .teacher import Teacher
-from .trainer import DistillationTrainer, LossSchedule, TrajectoryCollator
+from .trainer import DistillationTrainer, KeystrokeCollator, LossSchedule, TrajectoryCollator
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +68,8 @@ class DataArguments:
     eval_split: str = "heldout"
     max_train_texts: Optional[int] = 20000
     max_eval_texts: Optional[int] = 1000
-    granularity: str = "token"
+    granularity: str = field(default="token", metadata={
+        "help": "'token' trajectories, or 'char' (every keystroke; needed by --keystroke_weight)."})
     stride: int = 1
     max_tokens: int = 64
     teacher_bf16: bool = True
@@ -87,6 +88,9 @@ class DistillArguments:
     anneal: float = field(default=0.0, metadata={"help": "Fraction over which transition anneals into rollout."})
     restart_prob: float = field(default=0.0, metadata={"help": "Scheduled sampling: teacher restarts per step."})
     similarity_weight: float = field(default=0.0, metadata={"help": "Weight of the in-batch similarity loss."})
+    keystroke_weight: float = field(default=0.0, metadata={
+        "help": "Weight of the streaming-path loss on keystrokes inside a word (needs --granularity char)."})
+    partials_per_text: int = field(default=4, metadata={"help": "Keystrokes inside a word sampled per text."})
     loss_metric: str = "cosine"
     final_weight: float = 1.0
     tbptt: Optional[int] = None
@@ -116,6 +120,8 @@ def parse(argv):
 
 def main(argv=None) -> dict:
     model_args, data_args, distill_args, training_args = parse(sys.argv[1:] if argv is None else argv)
+    if distill_args.keystroke_weight > 0 and data_args.granularity != "char":
+        raise ValueError("--keystroke_weight trains on keystrokes inside words: it needs --granularity char.")
     logging.basicConfig(level=logging.INFO if training_args.process_index == 0 else logging.WARNING,
                         format="%(asctime)s %(name)s: %(message)s")
     training_args.remove_unused_columns = False  # the collator needs the trajectory columns
@@ -135,12 +141,13 @@ def main(argv=None) -> dict:
         eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
                                 data_args.text_column, data_args.max_eval_texts, data_args.cache_dir)["text"]
     train_ds = trajectories.build(train_texts, teacher, settings, data_args.cache_dir)
-    eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1})
+    # Held-out fidelity is measured on token trajectories whatever the training granularity.
+    eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1, "granularity": "token"})
     eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir)
     timings["trajectories_s"] = time.perf_counter() - t0
 
     schedule = LossSchedule(distill_args.transition_until, distill_args.anneal, distill_args.restart_prob,
-                            distill_args.similarity_weight)
+                            distill_args.similarity_weight, distill_args.keystroke_weight)
     if model_args.init_from:
         model = TF2RNNModel.from_pretrained(model_args.init_from)
         from transformers import AutoTokenizer
@@ -157,7 +164,11 @@ def main(argv=None) -> dict:
         # Parts used only in one phase would stall DDP's gradient reduction in the other.
         training_args.ddp_find_unused_parameters = True
 
-    collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id)
+    if settings.granularity == "char":
+        collator = KeystrokeCollator(tokenizer.pad_token_id, partials_per_text=distill_args.partials_per_text,
+                                     seed=training_args.seed)
+    else:
+        collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id)
     budget = distill_args.train_minutes * 60 if distill_args.train_minutes else None
     if budget:
         training_args.max_steps = 10 ** 9  # the clock stops training, not a step count

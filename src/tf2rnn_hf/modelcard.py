@@ -39,8 +39,10 @@ def eval_results(results: Optional[dict], model_name: str) -> List[EvalResult]:
 
 
 def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf2rnn/tf2rnn-minilm",
-                      state_bytes: Optional[int] = None, max_tokens: int = 64) -> ModelCard:
-    """A ModelCard for a student with this config (and evaluation results, if any)."""
+                      state_bytes: Optional[int] = None, max_tokens: int = 64,
+                      extra_markdown: Optional[str] = None) -> ModelCard:
+    """A ModelCard for a student with this config (and evaluation results, if any); `extra_markdown`
+    (such as the cell comparison) follows the results."""
     from .evaluation import results_markdown
 
     teacher = config.teacher_name_or_path or "sentence-transformers/all-MiniLM-L6-v2"
@@ -55,13 +57,16 @@ def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf
         data, template_path=str(TEMPLATE), model_name=name, teacher=teacher, repo_id=repo_id,
         cell_type=config.cell_type, num_hidden_layers=config.num_hidden_layers, hidden_size=config.hidden_size,
         output_size=config.output_size, state_bytes=state_bytes if state_bytes is not None else "n/a",
-        results_markdown=markdown, training_data=TRAINING_DATA, max_tokens=max_tokens)
+        results_markdown=markdown, training_data=TRAINING_DATA, max_tokens=max_tokens,
+        extra_markdown=(extra_markdown or "").strip())
 
 
 def write_model_card(path: Union[str, Path], config, results: Optional[dict] = None,
-                     repo_id: Optional[str] = None, state_bytes: Optional[int] = None) -> Path:
+                     repo_id: Optional[str] = None, state_bytes: Optional[int] = None,
+                     extra_markdown: Optional[str] = None) -> Path:
     """Render and save README.md in a model folder."""
-    card = render_model_card(config, results, repo_id or f"tf2rnn/{Path(path).name}", state_bytes)
+    card = render_model_card(config, results, repo_id or f"tf2rnn/{Path(path).name}", state_bytes,
+                             extra_markdown=extra_markdown)
     target = Path(path) / "README.md"
     card.save(str(target))
     return target

@@ -45,6 +45,44 @@ class TrajectoryCollator:
                 "target_mask": target_mask}
 
 
+class KeystrokeCollator(TrajectoryCollator):
+    """Character-level trajectory rows -> the token batch of `TrajectoryCollator` (targets at the
+    keystrokes whose tokens are a prefix of the text's tokens) plus, per text, up to `partials_per_text`
+    keystrokes that end inside a word: what the streaming encoder runs (the tokens of the finished words,
+    then the partial word's own tokens). keystroke_ids/keystroke_mask [P, L], keystroke_targets [P, D]."""
+
+    def __init__(self, pad_token_id: int = 0, max_steps: Optional[int] = None, partials_per_text: int = 4,
+                 seed: int = 0):
+        super().__init__(pad_token_id, max_steps)
+        self.partials_per_text = partials_per_text
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def __call__(self, rows: List[dict]) -> Dict[str, torch.Tensor]:
+        token_rows, partial_ids, partial_targets = [], [], []
+        for row in rows:
+            prefixes, shared = row["char_input_ids"], row["shared_tokens"]
+            traj = torch.as_tensor(row["trajectory"], dtype=torch.float32)
+            whole = [j for j in range(len(prefixes)) if shared[j] == len(prefixes[j])]
+            token_rows.append({"input_ids": row["input_ids"], "trajectory": traj[whole],
+                               "target_steps": [len(prefixes[j]) for j in whole]})
+            partial = [j for j in range(len(prefixes)) if shared[j] < len(prefixes[j])]
+            if partial:
+                pick = torch.randperm(len(partial), generator=self.generator)[:self.partials_per_text]
+                for k in sorted(pick.tolist()):
+                    partial_ids.append(list(prefixes[partial[k]])[:self.max_steps])
+                    partial_targets.append(traj[partial[k]])
+        batch = super().__call__(token_rows)
+        width = max((len(p) for p in partial_ids), default=1)
+        ids = torch.full((len(partial_ids), width), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros(len(partial_ids), width, dtype=torch.long)
+        for i, p in enumerate(partial_ids):
+            ids[i, :len(p)] = torch.as_tensor(p, dtype=torch.long)
+            mask[i, :len(p)] = 1
+        batch.update(keystroke_ids=ids, keystroke_mask=mask, keystroke_targets=(
+            torch.stack(partial_targets) if partial_targets else torch.zeros(0, batch["targets"].shape[-1])))
+        return batch
+
+
 def step_loss(pred: torch.Tensor, target: torch.Tensor, metric: str) -> torch.Tensor:
     """Per-position loss between unit vectors: 1 - cos, or the mean squared error (= 2 (1 - cos) / D)."""
     if metric == "cosine":
@@ -117,6 +155,20 @@ class RolloutLoss(nn.Module):
         return _weighted_mean(step_loss(preds, targets, self.metric), weights), preds
 
 
+class KeystrokeLoss(nn.Module):
+    """The streaming path: the student run free over the tokens of a keystroke that ends inside a word,
+    against the teacher's embedding of that character prefix (see `KeystrokeCollator`)."""
+
+    def __init__(self, metric: str = "cosine"):
+        super().__init__()
+        self.metric = metric
+
+    def forward(self, model: nn.Module, batch: Dict[str, torch.Tensor]) -> torch.Tensor:
+        ids, mask, targets = batch["keystroke_ids"], batch["keystroke_mask"], batch["keystroke_targets"]
+        preds = model(ids, attention_mask=mask, use_cache=False).pooler_output
+        return step_loss(preds, targets, self.metric).mean()
+
+
 class SimilarityLoss(nn.Module):
     """Match the teacher's in-batch similarity structure of final embeddings (mean squared difference of
     the off-diagonal cosine matrices): neighbour agreement depends on it more than on cosine alone."""
@@ -138,6 +190,7 @@ class LossSchedule:
     anneal: float = 0.0
     restart_prob: float = 0.0
     similarity_weight: float = 0.0
+    keystroke_weight: float = 0.0  # the streaming-path loss (needs character-level trajectories)
 
     def transition_weight(self, progress: float) -> float:
         if progress < self.transition_until:
@@ -176,6 +229,7 @@ class DistillationTrainer(Trainer):
         self.transition = TransitionLoss(metric, final_weight)
         self.rollout = RolloutLoss(metric, final_weight, tbptt)
         self.similarity = SimilarityLoss()
+        self.keystroke = KeystrokeLoss(metric)
         if self.schedule.uses_transition and getattr(self.model.config, "state_lift", False) is not True:
             raise ValueError("The schedule uses the transition loss or restarts: build the student with "
                              "state_lift=True (gru/lstm cells).")
@@ -219,6 +273,9 @@ class DistillationTrainer(Trainer):
                 if len(mask) > 1 and bool((tmask[rows, last] > 0).all()):
                     terms["similarity"] = self.similarity(preds[rows, last], inputs["targets"][rows, last])
                     loss = loss + self.schedule.similarity_weight * (1 - w_tr) * terms["similarity"]
+        if self.schedule.keystroke_weight > 0 and len(inputs.get("keystroke_ids", ())):
+            terms["keystroke"] = self.keystroke(model, inputs)
+            loss = loss + self.schedule.keystroke_weight * terms["keystroke"]
         if model.training:
             self._last_terms = {f"loss_{k}": float(v.detach()) for k, v in terms.items()}
         return (loss, {"loss": loss}) if return_outputs else loss
