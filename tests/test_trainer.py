@@ -187,6 +187,30 @@ def _distill_args(out, cache, *extra):
             "--disable_tqdm", "true", *extra]
 
 
+def test_byte_student_distills_saves_and_loads(tmp_path):
+    """The whole path for a byte-level student: char trajectories -> byte rows -> training -> a folder that
+    AutoModel/AutoTokenizer and sentence-transformers load, and that streams per character."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    from tf2rnn_hf.distill import main
+    from tf2rnn_hf.evaluation import student_encoder
+    from tf2rnn_hf.streaming import keystroke_embeddings
+
+    out = tmp_path / "byte"
+    results = main(_distill_args(out, tmp_path / "cache", "--student_granularity", "byte", "--use_cpu", "true",
+                                 "--save_strategy", "no"))
+    assert set(results["fidelity"]) == {"student", "teacher"}  # token baselines do not apply to bytes
+    assert results["fidelity"]["teacher"]["final_cosine"] > 0.999
+    model, tok = AutoModel.from_pretrained(out).eval(), AutoTokenizer.from_pretrained(out)
+    assert model.config.granularity == "byte" and type(tok).__name__ == "ByT5Tokenizer"
+    texts = ["Café au lait", "search as you type"]
+    ours = student_encoder(model, tok)(texts)
+    theirs = SentenceTransformer(str(out), device="cpu").encode(texts, convert_to_tensor=True)
+    assert (ours - theirs).abs().max() <= 1e-5
+    assert (keystroke_embeddings(model, tok, texts[0])[-1] - ours[0]).abs().max() <= 1e-5
+
+
 def _env():
     return dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 

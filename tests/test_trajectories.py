@@ -54,6 +54,19 @@ def test_char_granularity_records_shared_tokens(teacher):
         assert ids[:shared] == final[:shared]
 
 
+def test_byte_rows_put_each_target_at_its_keystrokes_last_byte(teacher):
+    settings = T.TrajectorySettings(granularity="char", bf16=False)
+    text = "Naïve café 😀 ok"
+    ds, _ = T.compute_shard([text], teacher, settings)
+    row, byte_row = ds[0], T.byte_rows(ds)[0]
+    assert byte_row["input_ids"] == [b + 3 for b in text[:row["char_ends"][-1]].encode("utf-8")]
+    assert byte_row["target_steps"] == [len(text[:c].encode("utf-8")) for c in row["char_ends"]]
+    assert len(text.encode("utf-8")) > len(text)  # multi-byte characters are in the test
+    assert byte_row["trajectory"] == row["trajectory"]
+    with pytest.raises(ValueError, match="character-level"):
+        T.byte_rows(T.compute_shard([text], teacher, T.TrajectorySettings(bf16=False))[0])
+
+
 def test_truncation_is_recorded(teacher):
     ds, stats = T.compute_shard(["word " * 50], teacher, T.TrajectorySettings(max_tokens=8, bf16=False))
     assert stats["truncated"] == 1 and ds[0]["truncated"] and len(ds[0]["input_ids"]) == 8

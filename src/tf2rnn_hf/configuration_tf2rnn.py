@@ -5,7 +5,7 @@ from typing import List, Optional
 from transformers import PretrainedConfig
 
 CELL_TYPES = ("gru", "lstm", "linear_attention", "rem", "multistate")
-GRANULARITIES = ("token",)
+GRANULARITIES = ("token", "byte")
 
 
 class TF2RNNConfig(PretrainedConfig):
@@ -48,7 +48,8 @@ class TF2RNNConfig(PretrainedConfig):
             Token ids treated as no-ops (the tokenizer's [CLS], [SEP], [PAD]), so text tokenised with or
             without special tokens gives the same embedding.
         granularity (`str`, defaults to `"token"`):
-            Unit of one step. Only the teacher's WordPiece tokens for now.
+            Unit of one step: `"token"` (the teacher's WordPiece tokens) or `"byte"` (UTF-8 bytes with
+            ByT5's byte tokenizer: one step per ASCII keystroke, no tokenizer state, any script).
         teacher_name_or_path (`str`, *optional*):
             The teacher the student was distilled from, for model cards and evaluation.
         initializer_range (`float`, defaults to 0.02):

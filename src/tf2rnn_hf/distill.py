@@ -24,6 +24,7 @@ from transformers import HfArgumentParser, TrainingArguments, set_seed
 from . import trajectories
 from .corpus import load_texts
 from .evaluation import fidelity_table, format_table
+from .configuration_tf2rnn import TF2RNNConfig
 from .modeling_tf2rnn import TF2RNNModel
 from .teacher import Teacher
 from .trainer import DistillationTrainer, KeystrokeCollator, LossSchedule, TrajectoryCollator
@@ -52,7 +53,11 @@ class ModelArguments:
     hidden_size: int = 768
     num_hidden_layers: int = 1
     token_init: str = field(default="teacher_outputs", metadata={"help": "teacher_outputs, input_embeddings, random."})
-    residual_token_mean: bool = True
+    residual_token_mean: Optional[bool] = field(default=None, metadata={
+        "help": "Add the running token mean to the readout (default: on for token students, off for byte)."})
+    student_granularity: str = field(default="token", metadata={
+        "help": "The student's step: 'token' (the teacher's WordPiece) or 'byte' (UTF-8 bytes, ByT5 tokenizer; "
+                "trains on character-level trajectories)."})
     num_slots: int = 32
     num_attention_heads: int = 4
     init_from: Optional[str] = field(default=None, metadata={"help": "Continue from a saved student."})
@@ -120,6 +125,12 @@ def parse(argv):
 
 def main(argv=None) -> dict:
     model_args, data_args, distill_args, training_args = parse(sys.argv[1:] if argv is None else argv)
+    byte_student = (TF2RNNConfig.from_pretrained(model_args.init_from).granularity if model_args.init_from
+                    else model_args.student_granularity) == "byte"
+    if byte_student:
+        if distill_args.keystroke_weight > 0:
+            raise ValueError("--keystroke_weight is for token students; a byte student's every target is a keystroke.")
+        data_args.granularity = "char"  # a byte student's targets are the teacher's embedding per keystroke
     if distill_args.keystroke_weight > 0 and data_args.granularity != "char":
         raise ValueError("--keystroke_weight trains on keystrokes inside words: it needs --granularity char.")
     logging.basicConfig(level=logging.INFO if training_args.process_index == 0 else logging.WARNING,
@@ -142,8 +153,11 @@ def main(argv=None) -> dict:
                                 data_args.text_column, data_args.max_eval_texts, data_args.cache_dir)["text"]
     train_ds = trajectories.build(train_texts, teacher, settings, data_args.cache_dir)
     # Held-out fidelity is measured on token trajectories whatever the training granularity.
-    eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1, "granularity": "token"})
+    eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1,
+                                                       "granularity": "char" if byte_student else "token"})
     eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir)
+    if byte_student:
+        train_ds, eval_ds = trajectories.byte_rows(train_ds), trajectories.byte_rows(eval_ds)
     timings["trajectories_s"] = time.perf_counter() - t0
 
     schedule = LossSchedule(distill_args.transition_until, distill_args.anneal, distill_args.restart_prob,
@@ -158,13 +172,15 @@ def main(argv=None) -> dict:
             model, tokenizer = TF2RNNModel.from_teacher(
                 teacher, cell_type=model_args.cell_type, hidden_size=model_args.hidden_size,
                 num_hidden_layers=model_args.num_hidden_layers, token_init=model_args.token_init,
-                residual_token_mean=model_args.residual_token_mean, num_slots=model_args.num_slots,
+                granularity=model_args.student_granularity, num_slots=model_args.num_slots,
+                **({} if model_args.residual_token_mean is None else
+                   {"residual_token_mean": model_args.residual_token_mean}),
                 num_attention_heads=model_args.num_attention_heads, state_lift=schedule.uses_transition)
     if schedule.uses_transition and schedule.transition_weight(1.0) == 0:
         # Parts used only in one phase would stall DDP's gradient reduction in the other.
         training_args.ddp_find_unused_parameters = True
 
-    if settings.granularity == "char":
+    if settings.granularity == "char" and not byte_student:
         collator = KeystrokeCollator(tokenizer.pad_token_id, partials_per_text=distill_args.partials_per_text,
                                      seed=training_args.seed)
     else:
@@ -184,7 +200,8 @@ def main(argv=None) -> dict:
     results = {"timings": timings, "train": train_result.metrics, "world_size": training_args.world_size}
     if trainer.is_world_process_zero():
         t2 = time.perf_counter()
-        table = fidelity_table(trainer.accelerator.unwrap_model(trainer.model), eval_ds, teacher)
+        table = fidelity_table(trainer.accelerator.unwrap_model(trainer.model), eval_ds, teacher,
+                               baselines=not byte_student)
         timings["evaluate_s"] = time.perf_counter() - t2
         results.update({"fidelity": table, "trajectory_stats": trajectories.stats(
             trajectories.cache_path(teacher, train_texts, settings, data_args.cache_dir)),

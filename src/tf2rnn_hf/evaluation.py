@@ -76,19 +76,19 @@ def fidelity(predicted: Sequence[torch.Tensor], rows) -> Dict[str, float]:
     return result
 
 
-def fidelity_table(model, dataset, teacher: Teacher, token_vectors: Optional[torch.Tensor] = None
-                   ) -> Dict[str, Dict[str, float]]:
-    """Fidelity rows for the student, the teacher, one-token-late and the static baseline."""
+def fidelity_table(model, dataset, teacher: Teacher, token_vectors: Optional[torch.Tensor] = None,
+                   baselines: bool = True) -> Dict[str, Dict[str, float]]:
+    """Fidelity rows for the student, the teacher, and (on token rows) one-token-late and the static
+    baseline. On a byte student's rows, steps (and drift buckets) count bytes."""
     rows = _rows_to_tensors(dataset)
-    if token_vectors is None:
-        token_vectors = teacher.token_vectors(progress=False)
-    empty = teacher.embed_ids([teacher.wrap([])])[0]
-    table = {
-        "student": fidelity(student_trajectories(model, rows), rows),
-        "teacher": fidelity([r["trajectory"] for r in rows], rows),
-        "one token late": fidelity(late_trajectories(rows, empty), rows),
-        "static mean": fidelity(static_trajectories(rows, token_vectors), rows),
-    }
+    table = {"student": fidelity(student_trajectories(model, rows), rows),
+             "teacher": fidelity([r["trajectory"] for r in rows], rows)}
+    if baselines:
+        if token_vectors is None:
+            token_vectors = teacher.token_vectors(progress=False)
+        empty = teacher.embed_ids([teacher.wrap([])])[0]
+        table["one token late"] = fidelity(late_trajectories(rows, empty), rows)
+        table["static mean"] = fidelity(static_trajectories(rows, token_vectors), rows)
     return table
 
 
@@ -112,8 +112,11 @@ def format_table(table: Dict[str, Dict[str, float]], title: str = "") -> str:
 Encoder = Callable[[Sequence[str]], torch.Tensor]
 
 
-def student_encoder(model, tokenizer, batch_size: int = 64, max_length: int = 256) -> Encoder:
-    """Final embeddings of a TF2RNN student (texts truncated like the teacher's)."""
+def student_encoder(model, tokenizer, batch_size: int = 64, max_length: Optional[int] = None) -> Encoder:
+    """Final embeddings of a TF2RNN student (texts truncated like the teacher's: 256 tokens, or 1,024
+    bytes for a byte student)."""
+    if max_length is None:
+        max_length = 1024 if model.config.granularity == "byte" else 256
 
     @torch.no_grad()
     def encode(texts: Sequence[str]) -> torch.Tensor:
@@ -269,18 +272,26 @@ def run_suites(encoders: Dict[str, Encoder], suites: Sequence[str] = tuple(SUITE
 
 
 @torch.no_grad()
-def keystroke_fidelity(model, char_dataset, token_vectors: Optional[torch.Tensor] = None, batch_size: int = 256
-                       ) -> Dict[str, Dict[str, float]]:
-    """Cosine to the teacher after every keystroke that changes the tokens (character-level trajectories).
+def keystroke_fidelity(model, char_dataset, token_vectors: Optional[torch.Tensor] = None, tokenizer=None,
+                       batch_size: int = 256) -> Dict[str, Dict[str, float]]:
+    """Cosine to the teacher after every keystroke that changes the teacher's tokens (character-level
+    trajectories).
 
     The student's embedding of text[:c] is what the streaming encoder shows after typing c characters
-    (the two are equal, tested); it is computed here in batches of prefixes.
+    (the two are equal, tested); it is computed here in batches of prefixes. A byte student (pass its
+    `tokenizer`) reads the prefixes' bytes; the static baseline always reads the teacher's tokens.
     """
     model.eval()
-    prefixes, targets = [], []
-    for row in char_dataset.with_format("numpy", columns=["char_input_ids", "trajectory"]):
-        prefixes.extend(list(ids) for ids in row["char_input_ids"])
+    byte_offset = getattr(tokenizer, "offset", None) if model.config.granularity == "byte" else None
+    if model.config.granularity == "byte" and byte_offset is None:
+        raise ValueError("keystroke_fidelity of a byte student needs its ByT5 tokenizer.")
+    prefixes, teacher_prefixes, targets = [], [], []
+    for row in char_dataset.with_format("numpy", columns=["text", "char_ends", "char_input_ids", "trajectory"]):
+        teacher_prefixes.extend(list(ids) for ids in row["char_input_ids"])
+        if byte_offset is not None:
+            prefixes.extend([b + byte_offset for b in str(row["text"])[:c].encode("utf-8")] for c in row["char_ends"])
         targets.append(torch.as_tensor(row["trajectory"], dtype=torch.float32))
+    prefixes = prefixes or teacher_prefixes
     target = torch.cat(targets)
     student = torch.zeros_like(target)
     order = sorted(range(len(prefixes)), key=lambda i: len(prefixes[i]))
@@ -296,7 +307,7 @@ def keystroke_fidelity(model, char_dataset, token_vectors: Optional[torch.Tensor
     table = {"student": {"keystroke_cosine": float(scores.cosine_fidelity(student, target).mean())}}
     if token_vectors is not None:
         static = torch.stack([F.normalize(token_vectors[torch.as_tensor(p, dtype=torch.long)].sum(0), dim=-1)
-                              for p in prefixes])
+                              for p in teacher_prefixes])
         table["static mean"] = {"keystroke_cosine": float(scores.cosine_fidelity(static, target).mean())}
     table["_keystrokes"] = {"count": float(len(prefixes))}
     return table
@@ -338,17 +349,21 @@ def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: 
             "static SIF": static_encoder(teacher, token_vectors, weights),
             "static SIF+PCA256": static_encoder(teacher, token_vectors, weights, pca_dims=256),
         })
+    byte_student = model.config.granularity == "byte"
     if "fidelity" in suites:
         texts = load_texts(corpus, eval_split, limit=n_texts, cache_dir=cache_dir)["text"]
-        settings = trajectories.TrajectorySettings(max_tokens=64)
+        # A byte student is scored at every keystroke (character trajectories); steps count bytes.
+        settings = trajectories.TrajectorySettings(max_tokens=64, granularity="char" if byte_student else "token")
         ds = trajectories.load(trajectories.generate(texts, teacher, settings, cache_dir, progress=False))
-        results["fidelity"] = fidelity_table(model, ds, teacher, token_vectors)
+        if byte_student:
+            ds = trajectories.byte_rows(ds, tokenizer.offset)
+        results["fidelity"] = fidelity_table(model, ds, teacher, token_vectors, baselines=not byte_student)
         results["fidelity"]["_n_texts"] = len(ds)
     if "keystroke" in suites:
         texts = load_texts(corpus, eval_split, limit=min(n_texts, 200), cache_dir=cache_dir)["text"]
         settings = trajectories.TrajectorySettings(granularity="char", max_tokens=64)
         ds = trajectories.load(trajectories.generate(texts, teacher, settings, cache_dir, progress=False))
-        results["keystroke"] = keystroke_fidelity(model, ds, token_vectors)
+        results["keystroke"] = keystroke_fidelity(model, ds, token_vectors, tokenizer)
     results.update(run_suites(encoders, [s for s in suites if s not in ("fidelity", "keystroke")]))
     return {"model": str(model_path), "teacher": teacher.hub_id, "model2vec": MODEL2VEC_NOTE, "suites": results}
 

@@ -14,11 +14,15 @@ ST_MODULES = [
 ]
 
 
-def write_sentence_transformers_files(path: Union[str, Path], dim: int, max_seq_length: int = 256) -> None:
+def write_sentence_transformers_files(path: Union[str, Path], config, max_seq_length: Optional[int] = None) -> None:
     """modules.json and configs so `SentenceTransformer(path)` loads the student: the Transformer module
     returns the trajectory, last-token pooling reads the embedding after the last step (special tokens are
-    no-ops, so the [SEP] position repeats it), then normalisation (a no-op on unit vectors)."""
+    no-ops, so the [SEP] position repeats it), then normalisation (a no-op on unit vectors). Inputs are cut
+    at `max_seq_length` steps: default 256 tokens, or 1,024 bytes for a byte student."""
     path = Path(path)
+    dim = config.output_size
+    if max_seq_length is None:
+        max_seq_length = 1024 if getattr(config, "granularity", "token") == "byte" else 256
     (path / "modules.json").write_text(json.dumps(ST_MODULES, indent=2))
     (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length,
                                                                 "do_lower_case": False}, indent=2))
@@ -35,7 +39,7 @@ def write_sentence_transformers_files(path: Union[str, Path], dim: int, max_seq_
 
 
 def save_student(model, tokenizer, path: Union[str, Path], results: Optional[dict] = None,
-                 max_seq_length: int = 256, repo_id: Optional[str] = None) -> Path:
+                 max_seq_length: Optional[int] = None, repo_id: Optional[str] = None) -> Path:
     """Save weights, config, custom code, tokenizer, sentence-transformers files and a model card
     (whose usage examples name `repo_id`, default tf2rnn/<folder name>)."""
     from .modelcard import write_model_card
@@ -43,7 +47,7 @@ def save_student(model, tokenizer, path: Union[str, Path], results: Optional[dic
     path = Path(path)
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
-    write_sentence_transformers_files(path, model.config.output_size, max_seq_length)
+    write_sentence_transformers_files(path, model.config, max_seq_length)
     write_model_card(path, model.config, results, repo_id=repo_id, state_bytes=model.init_state(1).nbytes())
     return path
 

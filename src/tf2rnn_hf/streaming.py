@@ -6,9 +6,13 @@ Each stream keeps the model state at every word boundary (a stack: a delete that
 pop) and, for the word being typed, the state after each of its current tokens. A keystroke re-tokenises
 only the current word and steps the model over the tokens that changed: usually one or two steps.
 
+A byte-level student (`granularity="byte"`) needs no tokenizer state: each character steps its UTF-8
+bytes and the state after every character is kept, so a delete is again a pop.
+
 The embedding after any sequence of `type` and `delete` equals the model run on the resulting text from
 scratch (tested with random edit scripts). A stream whose text has no token yet (empty, or whitespace and
-control characters only) has the all-zero embedding.
+control characters only for a token-level student) has the all-zero embedding. (ByT5's tokenizer reads
+the literal strings "<pad>", "</s>" and "<unk>" as its special tokens; a byte stream reads their bytes.)
 """
 
 import unicodedata
@@ -34,6 +38,7 @@ class _Stream:
     boundaries: List[Tuple[int, TF2RNNState, List[int], List[TF2RNNState]]] = field(default_factory=list)
     word_tokens: List[int] = field(default_factory=list)  # tokens of the current word already run
     word_states: List[TF2RNNState] = field(default_factory=list)  # state after each of them
+    char_states: List[TF2RNNState] = field(default_factory=list)  # byte-level: the state after each character
 
 
 class BatchStreamingEncoder:
@@ -44,8 +49,10 @@ class BatchStreamingEncoder:
     """
 
     def __init__(self, model: TF2RNNModel, tokenizer):
-        if getattr(model.config, "granularity", "token") != "token":
-            raise ValueError("Streaming over WordPiece words needs a token-level student.")
+        self.byte_level = getattr(model.config, "granularity", "token") == "byte"
+        if self.byte_level and not hasattr(tokenizer, "offset"):
+            raise ValueError("A byte-level student streams with its ByT5 byte tokenizer; got "
+                             f"{type(tokenizer).__name__}.")
         self.model = model.eval()
         self.backend = tokenizer.backend_tokenizer if hasattr(tokenizer, "backend_tokenizer") else None
         self.tokenizer = tokenizer
@@ -91,6 +98,8 @@ class BatchStreamingEncoder:
         return s.boundaries[-1][1] if s.boundaries else self._empty
 
     def _state(self, s: _Stream) -> TF2RNNState:
+        if self.byte_level:
+            return s.char_states[-1] if s.char_states else self._empty
         return s.word_states[-1] if s.word_states else self._base(s)
 
     # ------------------------------------------------------------ edits
@@ -100,6 +109,10 @@ class BatchStreamingEncoder:
         for stream_id, text in edits.items():
             if not isinstance(text, str):
                 raise TypeError(f"type() takes str, got {type(text).__name__} for stream {stream_id}.")
+        if self.byte_level:
+            self._type_bytes(edits)
+            return {i: self.embedding(i) for i in edits}
+        for stream_id, text in edits.items():
             s = self._get(stream_id)
             dirty = False
             for char in text:
@@ -125,15 +138,40 @@ class BatchStreamingEncoder:
             if n > len(s.text):
                 raise ValueError(f"Cannot delete {n} characters from stream {stream_id}: it holds {len(s.text)}.")
             s.text = s.text[:len(s.text) - n]
+            del s.char_states[len(s.text):]  # byte-level: one state per character, popped
             while s.boundaries and s.boundaries[-1][0] > len(s.text):
                 _, _, s.word_tokens, s.word_states = s.boundaries.pop()  # a pop, never a re-encode
-        self._refresh(list(edits))
+        if not self.byte_level:
+            self._refresh(list(edits))
         return {i: self.embedding(i) for i in edits}
 
     def _word_tokens(self, word: str) -> List[int]:
         if self.backend is not None:
             return self.backend.encode(word, add_special_tokens=False).ids
         return self.tokenizer(word, add_special_tokens=False)["input_ids"]
+
+    @torch.no_grad()
+    def _type_bytes(self, edits: Dict[int, str]) -> None:
+        """Byte-level: step each stream's new bytes, batched across streams, keeping the state after each
+        character."""
+        offset = self.tokenizer.offset
+        pending = []  # [stream, [(byte id, ends a character)], current state]
+        for stream_id, text in edits.items():
+            s = self._get(stream_id)
+            steps = [(b + offset, k == len(enc) - 1) for ch in text for enc in [ch.encode("utf-8")]
+                     for k, b in enumerate(enc)]
+            s.text += text
+            if steps:
+                pending.append([s, steps, self._state(s)])
+        for r in range(max((len(p[1]) for p in pending), default=0)):
+            active = [p for p in pending if len(p[1]) > r]
+            states = active[0][2] if len(active) == 1 else TF2RNNState.concat([p[2] for p in active])
+            ids = torch.tensor([p[1][r][0] for p in active], dtype=torch.long, device=states.device)
+            _, new = self.model.step_with_grad(ids, states)
+            for row, p in enumerate(active):
+                p[2] = new if len(active) == 1 else new.index_select([row])
+                if p[1][r][1]:
+                    p[0].char_states.append(p[2])
 
     @torch.no_grad()
     def _refresh(self, stream_ids: Iterable[int]) -> None:

@@ -233,6 +233,8 @@ def init_student(model_cls, teacher: Union[str, Teacher] = BUILT_IN, token_init:
     if token_init not in TOKEN_INITS:
         raise ValueError(f"Unknown token_init {token_init!r}; choose one of {', '.join(TOKEN_INITS)}.")
     teacher = teacher if isinstance(teacher, Teacher) else Teacher(teacher)
+    if config_kwargs.get("granularity") == "byte":
+        return _init_byte_student(model_cls, teacher, token_init, **config_kwargs)
     tokenizer = teacher.tokenizer
     config = TF2RNNConfig(
         vocab_size=len(tokenizer),
@@ -254,4 +256,34 @@ def init_student(model_cls, teacher: Union[str, Teacher] = BUILT_IN, token_init:
                 raise ValueError(f"input_embeddings init needs a table of shape {tuple(source.shape)}, "
                                  f"the student has {tuple(table.shape)}.")
             table.copy_(source.detach().to(table.dtype))
+    return model, tokenizer
+
+
+def _init_byte_student(model_cls, teacher: Teacher, token_init: str, **config_kwargs):
+    """A byte-level student with ByT5's byte tokenizer (id = byte + 3; pad, eos and unk are no-ops). Each
+    printable ASCII byte starts at the teacher's vector for that character as a token (lower-cased, as
+    the teacher normalises); other bytes keep the random initialisation. The token-mean readout is off
+    by default: a mean of character vectors says little about a sentence."""
+    from transformers import ByT5Tokenizer
+
+    from .configuration_tf2rnn import TF2RNNConfig
+
+    tokenizer = ByT5Tokenizer()
+    config_kwargs.setdefault("residual_token_mean", False)
+    config = TF2RNNConfig(vocab_size=len(tokenizer), output_size=teacher.dim, teacher_hidden_size=teacher.dim,
+                          skip_token_ids=sorted({tokenizer.pad_token_id, tokenizer.eos_token_id,
+                                                 tokenizer.unk_token_id}),
+                          pad_token_id=tokenizer.pad_token_id, teacher_name_or_path=teacher.hub_id, **config_kwargs)
+    model = model_cls(config)
+    if token_init == "random":
+        return model, tokenizer
+    source = (teacher.token_vectors() if token_init == "teacher_outputs"
+              else teacher.model.get_input_embeddings().weight.detach())
+    table = model.get_input_embeddings().weight
+    with torch.no_grad():
+        for byte in range(32, 127):
+            piece = teacher.tokenizer.convert_tokens_to_ids(chr(byte).lower())
+            if piece != teacher.tokenizer.unk_token_id:
+                (byte_id,) = tokenizer(chr(byte), add_special_tokens=False)["input_ids"]
+                table[byte_id] = source[piece].to(table.dtype)
     return model, tokenizer

@@ -288,7 +288,7 @@ class DistillationTrainer(Trainer):
         super()._save(output_dir, state_dict)
         output_dir = output_dir or self.args.output_dir
         model = self.accelerator.unwrap_model(self.model)
-        write_sentence_transformers_files(output_dir, model.config.output_size)
+        write_sentence_transformers_files(output_dir, model.config)
         write_model_card(output_dir, model.config, getattr(self, "evaluation_results", None),
                          repo_id=self.hub_model_id if self.args.push_to_hub else None,
                          state_bytes=model.init_state(1).nbytes())

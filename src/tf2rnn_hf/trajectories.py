@@ -137,6 +137,21 @@ def compute_shard(texts: Sequence[str], teacher: Teacher, settings: TrajectorySe
     return datasets.Dataset.from_list(rows, features=_features(settings.granularity, teacher.dim)), stats
 
 
+def byte_rows(char_dataset: datasets.Dataset, offset: int = 3) -> datasets.Dataset:
+    """Character-level trajectories re-indexed for a byte-level student: input_ids are the UTF-8 bytes of
+    the text as far as its trajectory goes (+ `offset`, ByT5's ids), and each target sits at the byte that
+    ends its keystroke."""
+
+    def convert(row):
+        text = row["text"][:row["char_ends"][-1]] if row["char_ends"] else ""
+        return {"input_ids": [b + offset for b in text.encode("utf-8")],
+                "target_steps": [len(row["text"][:c].encode("utf-8")) for c in row["char_ends"]]}
+
+    if "char_ends" not in char_dataset.column_names:
+        raise ValueError("A byte-level student trains on character-level trajectories (granularity='char').")
+    return char_dataset.map(convert, remove_columns=["char_input_ids", "shared_tokens"], desc="byte rows")
+
+
 def texts_fingerprint(texts: Sequence[str]) -> str:
     digest = hashlib.sha256()
     for text in texts:
