@@ -26,7 +26,7 @@ import json, sys
 out = sys.argv[1]
 print("| student | keystroke cosine | final cosine | all-prefix cosine | NA@10 |\n|---|---|---|---|---|")
 for name in ("base", "control", "loss"):
-    r = json.load(open(f"{out}/keystroke-eval-{name}.json"))
+    r = json.load(open(f"{out}/keystroke-eval-{name}.json"))["suites"]
     f = r["fidelity"]["student"]
     print(f"| {name} | {r['keystroke']['student']['keystroke_cosine']:.4f} | {f['final_cosine']:.4f} | "
           f"{f['prefix_cosine']:.4f} | {f['neighbour_agreement@10']:.4f} |")
