@@ -113,7 +113,7 @@ def test_evaluate_and_plot_cli(teacher, tmp_path):
     corpus = tmp_path / "held.txt"
     corpus.write_text("\n".join(HELD_OUT) + "\n")
     run = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "evaluate", str(tmp_path / "student"),
-                          "--suites", "fidelity,lee", "--corpus", str(corpus), "--n-texts", "28",
+                          "--suites", "fidelity,long,lee", "--corpus", str(corpus), "--n-texts", "28",
                           "--output", str(tmp_path / "eval")], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     results = json.loads((tmp_path / "eval" / "results.json").read_text())
@@ -121,6 +121,9 @@ def test_evaluate_and_plot_cli(teacher, tmp_path):
     assert lee["teacher"]["pearson"] == pytest.approx(0.656, abs=0.002)  # the published offline figure
     assert set(lee) == {"student", "teacher", "static mean", "static SIF", "static SIF+PCA256"}
     assert results["suites"]["fidelity"]["teacher"]["final_cosine"] == pytest.approx(1.0, abs=1e-6)
+    long = results["suites"]["long"]  # passages joined from the held-out sentences, past 64 tokens
+    assert long["_n_texts"] == 2 and long["teacher"]["drift_65-128"] == pytest.approx(1.0, abs=1e-6)
+    assert "drift_65-128" in long["student"] and "drift_65-128" not in results["suites"]["fidelity"]["student"]
     assert "| student |" in (tmp_path / "eval" / "results.md").read_text()
     plot = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "plot", str(tmp_path / "student"), "--output",
                            str(tmp_path / "png"), "--results", str(tmp_path / "eval" / "results.json"),
@@ -132,6 +135,15 @@ def test_evaluate_and_plot_cli(teacher, tmp_path):
         with Image.open(tmp_path / "png" / name) as image:
             image.verify()
             assert image.size[0] > 100
+
+
+def test_passages_join_consecutive_sentences(teacher):
+    from tf2rnn_hf.evaluation import passages
+
+    out = passages(HELD_OUT, teacher.tokenizer, min_tokens=40, count=3)
+    assert len(out) == 3 and out[0].startswith(HELD_OUT[0]) and HELD_OUT[1] in out[0]
+    lengths = [len(teacher.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in out]
+    assert min(lengths) >= 40 and max(lengths) < 60
 
 
 def test_unknown_suite_is_an_error(tmp_path):

@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="Evaluate a saved student against its teacher and baselines.")
     p.add_argument("model")
     p.add_argument("--teacher", default=None, help="Teacher ('built-in', folder or Hub id); default: the model's.")
-    p.add_argument("--suites", default=None, help="Comma-separated: fidelity,bible,wordnet,lee,wordsim (default all).")
+    p.add_argument("--suites", default=None, help="Comma-separated: fidelity,long,keystroke,bible,wordnet,lee,wordsim (default all).")
     p.add_argument("--corpus", default="offline", help="Held-out text for the fidelity suite.")
     p.add_argument("--n-texts", type=int, default=1000)
     p.add_argument("--no-baselines", action="store_true")

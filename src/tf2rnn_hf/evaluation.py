@@ -316,7 +316,22 @@ def keystroke_fidelity(model, char_dataset, token_vectors: Optional[torch.Tensor
 # ---------------------------------------------------------------- the whole evaluation of one student
 
 
-ALL_SUITES = ("fidelity", "keystroke") + tuple(SUITES)
+ALL_SUITES = ("fidelity", "long", "keystroke") + tuple(SUITES)
+
+
+def passages(texts: Sequence[str], tokenizer, min_tokens: int = 100, count: int = 200) -> List[str]:
+    """Consecutive sentences joined into passages of at least `min_tokens` tokens. The corpus's sentences are
+    short (99% of held-out ones under 54 tokens), so drift past the training length is measured on these."""
+    out, current, n = [], [], 0
+    for text in texts:
+        current.append(text)
+        n += len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        if n >= min_tokens:
+            out.append(" ".join(current))
+            current, n = [], 0
+            if len(out) == count:
+                break
+    return out
 
 
 def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: Sequence[str] = ALL_SUITES,
@@ -359,12 +374,20 @@ def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: 
             ds = trajectories.byte_rows(ds, tokenizer.offset)
         results["fidelity"] = fidelity_table(model, ds, teacher, token_vectors, baselines=not byte_student)
         results["fidelity"]["_n_texts"] = len(ds)
+    if "long" in suites and not byte_student:
+        # Passages of 100-128 tokens: past the 64 tokens the students train on (drift_65-128).
+        texts = passages(load_texts(corpus, eval_split, limit=20 * n_texts, cache_dir=cache_dir)["text"],
+                         teacher.tokenizer, min_tokens=100, count=max(1, n_texts // 5))
+        settings = trajectories.TrajectorySettings(max_tokens=128)
+        ds = trajectories.load(trajectories.generate(texts, teacher, settings, cache_dir, progress=False))
+        results["long"] = fidelity_table(model, ds, teacher, token_vectors)
+        results["long"]["_n_texts"] = len(ds)
     if "keystroke" in suites:
         texts = load_texts(corpus, eval_split, limit=min(n_texts, 200), cache_dir=cache_dir)["text"]
         settings = trajectories.TrajectorySettings(granularity="char", max_tokens=64)
         ds = trajectories.load(trajectories.generate(texts, teacher, settings, cache_dir, progress=False))
         results["keystroke"] = keystroke_fidelity(model, ds, token_vectors, tokenizer)
-    results.update(run_suites(encoders, [s for s in suites if s not in ("fidelity", "keystroke")]))
+    results.update(run_suites(encoders, [s for s in suites if s not in ("fidelity", "long", "keystroke")]))
     return {"model": str(model_path), "teacher": teacher.hub_id, "model2vec": MODEL2VEC_NOTE, "suites": results}
 
 

@@ -17,6 +17,8 @@ SUITE_DATASETS = {
     "keystroke": ("tf2rnn-heldout-keystrokes", "Held-out per-keystroke fidelity to the teacher", ("keystroke_cosine",)),
     "fidelity": ("tf2rnn-heldout", "Held-out corpus fidelity to the teacher",
                  ("final_cosine", "prefix_cosine", "neighbour_agreement@10")),
+    "long": ("tf2rnn-heldout-passages", "Held-out passages of 100-128 tokens: fidelity to the teacher",
+             ("final_cosine", "prefix_cosine", "drift_65-128")),
 }
 TRAINING_DATA = ("The offline English corpus built by `tf2rnn_hf.corpus` from Debian packages: WordNet glosses, "
                  "fortunes, GCIDE, FOLDOC and the Jargon File, cleaned, sentence-split and deduplicated, with a "
