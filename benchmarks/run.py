@@ -240,6 +240,39 @@ def bench_scale(model, tokenizer, teacher, steps_list=(10, 1000, 100_000)):
     return {"student": rows, "teacher_curve": curve}
 
 
+def bench_distill(model, teacher, texts, steps: int = 8):
+    """Distillation throughput: teacher trajectory prefixes/s (bf16, batched, deduplicated) and training
+    tokens/s (free-running rollout, batch 64, fp32, AdamW) on the same texts; the share of each stage in
+    a recipe follows from these two rates (tokens per text and epochs set the rest)."""
+    import copy
+
+    from tf2rnn_hf import trajectories
+    from tf2rnn_hf.trainer import RolloutLoss, TrajectoryCollator
+
+    settings = trajectories.TrajectorySettings(bf16=True)
+    start = time.perf_counter()
+    ds, stats = trajectories.compute_shard(texts, teacher, settings)
+    traj_s = time.perf_counter() - start
+    student = copy.deepcopy(model).train()
+    optimizer = torch.optim.AdamW(student.parameters(), lr=1e-4)
+    collate, loss_fn = TrajectoryCollator(), RolloutLoss()
+    batches = [collate([ds[i] for i in range(b * 64, b * 64 + 64)]) for b in range(min(steps, len(ds) // 64))]
+    tokens, start = 0, time.perf_counter()
+    for batch in batches:
+        loss, _ = loss_fn(student, batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        tokens += int(batch["attention_mask"].sum())
+    train_s = time.perf_counter() - start
+    per_text = stats["prefixes"] / stats["texts"]
+    return {"texts": stats["texts"], "teacher_calls": stats["teacher_calls"], "prefixes": stats["prefixes"],
+            "trajectory_prefixes_per_s": stats["prefixes"] / traj_s, "teacher_calls_per_s": stats["teacher_calls"] / traj_s,
+            "training_tokens_per_s": tokens / train_s, "tokens_per_text": per_text,
+            # Seconds per text for one trajectory pass vs one training epoch: the stage shares of a recipe.
+            "trajectory_s_per_text": traj_s / stats["texts"], "training_s_per_text_epoch": per_text / (tokens / train_s)}
+
+
 def markdown(results) -> str:
     names = [k[len("speedup_"):] for k in results["keystroke"][0] if k.startswith("speedup_") and not k.endswith("_cold")]
     lines = ["| prefix tokens | teacher fp32 / bf16 ms (1t) | teacher fp32 / bf16 ms (2t) | "
@@ -276,6 +309,12 @@ def markdown(results) -> str:
               f"({r['per_stream_kb']:.1f} KB per stream, including the per-word states kept for deletes); "
               f"the current state alone is {r['current_state_bytes_per_stream']:,} bytes. The teacher instead "
               f"keeps each stream's text and re-reads it at every keystroke."]
+    d = results["distill"]
+    lines += ["", f"Distillation throughput ({d['texts']} held-out texts, {d['tokens_per_text']:.1f} tokens each): "
+              f"teacher trajectories {d['trajectory_prefixes_per_s']:.0f} prefixes/s ({d['teacher_calls_per_s']:.0f} "
+              f"teacher calls/s after deduplication); training {d['training_tokens_per_s']:.0f} tokens/s. Per text: "
+              f"{1e3 * d['trajectory_s_per_text']:.1f} ms of trajectories once, {1e3 * d['training_s_per_text_epoch']:.1f} "
+              f"ms of training per epoch."]
     s = results["scale"]["student"]
     lines += ["", "| steps seen | student step ms | state bytes |", "|---|---|---|"]
     lines += [f"| {r['steps_seen']} | {r['step_ms']:.3f} | {r['state_bytes']} |" for r in s]
@@ -319,6 +358,7 @@ def main():
     results["cells"] = bench_cells(tokenizer, 50 if args.quick else 200)
     results["rss"] = bench_rss(model, tokenizer, 100 if args.quick else 1000)
     results["scale"] = bench_scale(model, tokenizer, teacher, (10, 1000) if args.quick else (10, 1000, 100_000))
+    results["distill"] = bench_distill(model, teacher, texts[:256 if args.quick else 1024])
     results["seconds"] = time.perf_counter() - t0
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
