@@ -23,8 +23,8 @@ from transformers import HfArgumentParser, TrainingArguments, set_seed
 
 from . import trajectories
 from .corpus import load_texts
-from .evaluation import fidelity_table, format_table
 from .configuration_tf2rnn import TF2RNNConfig
+from .evaluation import fidelity_table, format_table
 from .modeling_tf2rnn import TF2RNNModel
 from .teacher import Teacher
 from .trainer import DistillationTrainer, KeystrokeCollator, LossSchedule, TrajectoryCollator
@@ -152,7 +152,7 @@ def main(argv=None) -> dict:
         eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
                                 data_args.text_column, data_args.max_eval_texts, data_args.cache_dir)["text"]
     train_ds = trajectories.build(train_texts, teacher, settings, data_args.cache_dir)
-    # Held-out fidelity is measured on token trajectories whatever the training granularity.
+    # Held-out fidelity: token trajectories for a token student (whatever it trained on), keystrokes for bytes.
     eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1,
                                                        "granularity": "char" if byte_student else "token"})
     eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir)
