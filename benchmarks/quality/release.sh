@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# The release recipe for tf2rnn-minilm: trajectories + training on 2 CPU cores, then the full evaluation
-# suite and the model card. Settings come from the ablation (benchmarks/quality/results/ablation-*.json).
-#   TRAIN_TEXTS (default 60000)  TRAIN_MINUTES (default 35)  EXTRA: more distill options
+# The release recipe for tf2rnn-minilm: trajectories + training on CPU, then the full evaluation suite and
+# the model card (with the cell comparison). Settings come from the ablation (benchmarks/quality/results/
+# ablation-*.json).
+#   NAME (default tf2rnn-minilm)  TRAIN_TEXTS (default 60000)  TRAIN_MINUTES (default 35)  EXTRA: more
+#   distill options (later options win, e.g. EXTRA="--hidden_size 384")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
-OUT=${OUT:-outputs/tf2rnn-minilm}
+NAME=${NAME:-tf2rnn-minilm}
+OUT=${OUT:-outputs/$NAME}
+RESULT=benchmarks/quality/results/release.json
+[ "$NAME" = tf2rnn-minilm ] || RESULT=benchmarks/quality/results/release-$NAME.json
 start=$(date +%s)
 $PY examples/distill.py --max_train_texts "${TRAIN_TEXTS:-60000}" --max_eval_texts 1000 --hidden_size 768 \
   --per_device_train_batch_size 64 --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "${TRAIN_MINUTES:-35}" \
   --report_to none --logging_steps 100 --save_strategy no --disable_tqdm true --output_dir "$OUT" ${EXTRA:-}
 trained=$(date +%s)
-$PY -m tf2rnn_hf.cli evaluate "$OUT" --card tf2rnn/tf2rnn-minilm --output "$OUT/eval"
+$PY benchmarks/quality/report.py --cells > "$OUT/cells.md"
+$PY -m tf2rnn_hf.cli evaluate "$OUT" --card "tf2rnn/$NAME" --card-extra "$OUT/cells.md" --output "$OUT/eval"
 $PY -m tf2rnn_hf.cli plot "$OUT" --results "$OUT/eval/results.json" --output "$OUT/eval"
 end=$(date +%s)
-mkdir -p model_cards/tf2rnn-minilm benchmarks/quality/results
-cp "$OUT/README.md" model_cards/tf2rnn-minilm/README.md
-$PY - "$OUT" "$start" "$trained" "$end" <<'PY'
+mkdir -p "model_cards/$NAME" benchmarks/quality/results
+cp "$OUT/README.md" "model_cards/$NAME/README.md"
+$PY - "$OUT" "$start" "$trained" "$end" "$RESULT" <<'PY'
 import json, sys
-out, start, trained, end = sys.argv[1], *map(int, sys.argv[2:])
+out, start, trained, end, result = sys.argv[1], *map(int, sys.argv[2:5]), sys.argv[5]
 r = json.load(open(f"{out}/eval/results.json"))
 r["distill"] = json.load(open(f"{out}/results.json"))
 r["recipe_seconds"] = {"trajectories_and_training": trained - start, "evaluation": end - trained}
-json.dump(r, open("benchmarks/quality/results/release.json", "w"), indent=1)
+json.dump(r, open(result, "w"), indent=1)
 PY
-echo "release done in $((end - start)) s"
+echo "release $NAME done in $((end - start)) s"
