@@ -72,6 +72,28 @@ def main():
     if rows:
         out.append(format_table(rows, "Cell comparison: ~2.9M recurrent parameters each, rollout loss, 5 CPU-minutes "
                                       "(one core) each, same data"))
+    rows = {}
+    for name in ("base", "control", "loss"):
+        r = load(f"keystroke-eval-{name}")
+        if r:
+            f = r["suites"]["fidelity"]["student"]
+            rows[name] = {"keystroke_cosine": r["suites"]["keystroke"]["student"]["keystroke_cosine"],
+                          **{k: f[k] for k in ("final_cosine", "prefix_cosine", "neighbour_agreement@10")}}
+    if rows:
+        out.append(format_table(rows, "Training on the streaming path (keystroke.sh): the release student fine-tuned "
+                                      "8 CPU-minutes on 4,000 sentences' character trajectories, without (control) "
+                                      "and with the keystroke loss"))
+    rows = {}
+    for name in ("bytes", "tokens"):
+        r, d = load(f"byte-eval-{name}"), load(f"byte-{name}")
+        if r and d:
+            s_ = r["suites"]
+            rows[name] = {"keystroke_cosine": s_["keystroke"]["student"]["keystroke_cosine"],
+                          "final_cosine": s_["fidelity"]["student"]["final_cosine"],
+                          "bible_recall@1": s_["bible"]["student"]["recall@1"], "epochs": d["train"]["epoch"]}
+    if rows:
+        out.append(format_table(rows, "Byte vs token students (byte.sh): GRU-768, 20k sentences, 10 CPU-minutes "
+                                      "(one core) each, rollout"))
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation import results_markdown
