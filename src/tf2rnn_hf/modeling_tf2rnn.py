@@ -365,13 +365,13 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         """`step` without input checks and with autograd (teacher-forced training)."""
         state = past_state if past_state is not None else self.init_state(input_ids.shape[0])
         vec = self.embeddings(input_ids)
-        out, cell_state = self.cell.step(self.dropout(vec), state.cell_state)
+        out, cell_state = self.cell.step(self.dropout(vec) if self.training else vec, state.cell_state)
         raw = self.readout(out)
         seen = state.seen_tokens + 1
         token_sum = state.token_sum
         if self.config.residual_token_mean:
             token_sum = token_sum + vec
-            raw = raw + token_sum / seen[:, None].to(raw.dtype)
+            raw = raw + token_sum / seen[:, None]  # float / long stays float
         emb = F.normalize(raw, dim=-1)
         return emb, TF2RNNState(cell_state, token_sum, seen, emb)
 

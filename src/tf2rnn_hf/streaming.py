@@ -86,13 +86,15 @@ class BatchStreamingEncoder:
     def text(self, stream_id: int) -> str:
         return self._get(stream_id).text
 
+    # Steps run under inference_mode (~10% off a keystroke); what leaves the encoder is cloned into
+    # ordinary tensors, so callers may use it anywhere, autograd included.
     def embedding(self, stream_id: int) -> torch.Tensor:
         """The current embedding of a stream ([output_size]; zeros before its first token)."""
-        return self._state(self._get(stream_id)).last_embedding[0]
+        return self._state(self._get(stream_id)).last_embedding[0].clone()
 
     def state(self, stream_id: int) -> TF2RNNState:
         """The model state of the stream's whole text (batch of 1)."""
-        return self._state(self._get(stream_id))
+        return self._state(self._get(stream_id)).clone()
 
     def _base(self, s: _Stream) -> TF2RNNState:
         return s.boundaries[-1][1] if s.boundaries else self._empty
@@ -150,7 +152,7 @@ class BatchStreamingEncoder:
             return self.backend.encode(word, add_special_tokens=False).ids
         return self.tokenizer(word, add_special_tokens=False)["input_ids"]
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def _type_bytes(self, edits: Dict[int, str]) -> None:
         """Byte-level: step each stream's new bytes, batched across streams, keeping the state after each
         character."""
@@ -173,7 +175,7 @@ class BatchStreamingEncoder:
                 if p[1][r][1]:
                     p[0].char_states.append(p[2])
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def _refresh(self, stream_ids: Iterable[int]) -> None:
         """Re-tokenise each stream's current word and step the tokens that changed, batched."""
         pending: List[Tuple[_Stream, List[int]]] = []
