@@ -202,16 +202,19 @@ def rss_mb() -> float:
 
 
 def bench_rss(model, tokenizer, n=1000):
+    """Memory of n live streams: the state bytes each holds (counted: current state plus the checkpoints
+    that make deletes pops), and the process's RSS growth (allocator reuse makes RSS a lower bound)."""
     gc.collect()
     before = rss_mb()
     batch = BatchStreamingEncoder(model, tokenizer)
     ids = batch.open(n)
-    batch.type({i: "a few words typed so far in this session and a partial wo" for i in ids})
+    text = "a few words typed so far in this session and a partial wo"
+    batch.type({i: text for i in ids})
     after = rss_mb()
-    return {"streams": n, "rss_growth_mb": after - before,
-            "per_stream_kb": 1024 * (after - before) / n,
+    return {"streams": n, "rss_growth_mb": after - before, "per_stream_kb": 1024 * (after - before) / n,
+            "held_bytes_per_stream": batch.nbytes(ids[0]), "words_typed": len(text.split()),
             "current_state_bytes_per_stream": model.init_state(1).nbytes(),
-            "teacher_keeps_text_bytes_per_stream": len("a few words typed so far in this session and a partial wo")}
+            "teacher_keeps_text_bytes_per_stream": len(text)}
 
 
 def bench_scale(model, tokenizer, teacher, steps_list=(10, 1000, 100_000)):
@@ -305,10 +308,11 @@ def markdown(results) -> str:
     lines += [f"| {k} | {v['recurrent_params']:,} | {v['state_bytes']:,} | {v['step_ms']:.3f} |"
               for k, v in results["cells"].items()]
     r = results["rss"]
-    lines += ["", f"RSS growth for {r['streams']} live streams: {r['rss_growth_mb']:.1f} MB "
-              f"({r['per_stream_kb']:.1f} KB per stream, including the per-word states kept for deletes); "
-              f"the current state alone is {r['current_state_bytes_per_stream']:,} bytes. The teacher instead "
-              f"keeps each stream's text and re-reads it at every keystroke."]
+    lines += ["", f"{r['streams']} live streams, {r['words_typed']} words typed each: each holds "
+              f"{r['held_bytes_per_stream']:,} bytes of state (the current state, {r['current_state_bytes_per_stream']:,} "
+              f"bytes, plus the checkpoints that make deletes pops); RSS grew {r['rss_growth_mb']:.1f} MB "
+              f"(measured first, before other sections free memory for reuse). The teacher instead keeps each "
+              f"stream's text ({r['teacher_keeps_text_bytes_per_stream']} bytes here) and re-reads it at every keystroke."]
     d = results["distill"]
     lines += ["", f"Distillation throughput ({d['texts']} held-out texts, {d['tokens_per_text']:.1f} tokens each): "
               f"teacher trajectories {d['trajectory_prefixes_per_s']:.0f} prefixes/s ({d['teacher_calls_per_s']:.0f} "
@@ -345,6 +349,7 @@ def main():
                "student": {"cell": model.config.cell_type, "hidden_size": model.config.hidden_size,
                            "layers": model.config.num_hidden_layers, "source": args.model or "fresh default config"}}
     t0 = time.perf_counter()
+    results["rss"] = bench_rss(model, tokenizer, 100 if args.quick else 1000)
     models = {"fp32": model, "int8": quantize_int8(model)}
     results["keystroke"] = bench_keystrokes(models, tokenizer, teacher, (16, 64, 128, 256), repeat)
     results["streams"] = bench_streams(models, tokenizer, teacher, (1, 64) if args.quick else (1, 64, 1024))
@@ -356,7 +361,6 @@ def main():
         texts = [" ".join(WORDS[i % 7:i % 7 + 12]) for i in range(512)]
     results["bulk"] = bench_bulk(models, tokenizer, teacher, texts)
     results["cells"] = bench_cells(tokenizer, 50 if args.quick else 200)
-    results["rss"] = bench_rss(model, tokenizer, 100 if args.quick else 1000)
     results["scale"] = bench_scale(model, tokenizer, teacher, (10, 1000) if args.quick else (10, 1000, 100_000))
     results["distill"] = bench_distill(model, teacher, texts[:256 if args.quick else 1024])
     results["seconds"] = time.perf_counter() - t0

@@ -120,3 +120,16 @@ def test_keystroke_embeddings(student):
     emb = keystroke_embeddings(model, tokenizer, "hi there")
     assert emb.shape == (8, model.config.output_size)
     assert (emb[-1] - scratch(model, tokenizer, "hi there")).abs().max() <= 1e-5
+
+
+def test_nbytes_counts_the_state_and_its_checkpoints(student):
+    model, tokenizer = student
+    batch = BatchStreamingEncoder(model, tokenizer)
+    (i,) = batch.open(1)
+    one = model.init_state(1).nbytes()
+    assert batch.nbytes(i) == one  # the shared empty state
+    batch.type({i: "one two three"})
+    grown = batch.nbytes(i)
+    assert grown >= 3 * one  # a checkpoint per word (per character for bytes) so that deletes are pops
+    batch.delete({i: len("two three")})
+    assert one <= batch.nbytes(i) < grown

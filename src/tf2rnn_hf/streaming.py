@@ -96,6 +96,18 @@ class BatchStreamingEncoder:
         """The model state of the stream's whole text (batch of 1)."""
         return self._state(self._get(stream_id)).clone()
 
+    def nbytes(self, stream_id: int) -> int:
+        """Bytes of model state a stream holds: its current state plus the checkpoints kept so that deletes
+        are pops (one per finished word, and per token of the current word; per character for bytes)."""
+        s = self._get(stream_id)
+        states = [self._state(s), *(b[1] for b in s.boundaries), *(st for b in s.boundaries for st in b[3]),
+                  *s.word_states, *s.char_states]
+        seen = {}
+        for state in states:
+            for t in state._tensors():
+                seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return sum(seen.values())
+
     def _base(self, s: _Stream) -> TF2RNNState:
         return s.boundaries[-1][1] if s.boundaries else self._empty
 
