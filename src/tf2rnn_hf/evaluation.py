@@ -279,35 +279,38 @@ def keystroke_fidelity(model, char_dataset, token_vectors: Optional[torch.Tensor
 
     The student's embedding of text[:c] is what the streaming encoder shows after typing c characters
     (the two are equal, tested); it is computed here in batches of prefixes. A byte student (pass its
-    `tokenizer`) reads the prefixes' bytes; the static baseline always reads the teacher's tokens.
+    `tokenizer`) reads the prefixes' bytes; `prefixes` and the static baseline are the teacher's tokens.
     """
     model.eval()
-    byte_offset = getattr(tokenizer, "offset", None) if model.config.granularity == "byte" else None
-    if model.config.granularity == "byte" and byte_offset is None:
-        raise ValueError("keystroke_fidelity of a byte student needs its ByT5 tokenizer.")
-    prefixes, teacher_prefixes, targets = [], [], []
-    for row in char_dataset.with_format("numpy", columns=["text", "char_ends", "char_input_ids", "trajectory"]):
-        teacher_prefixes.extend(list(ids) for ids in row["char_input_ids"])
-        if byte_offset is not None:
-            prefixes.extend([b + byte_offset for b in str(row["text"])[:c].encode("utf-8")] for c in row["char_ends"])
+    prefixes, targets = [], []
+    for row in char_dataset.with_format("numpy", columns=["char_input_ids", "trajectory"]):
+        prefixes.extend(list(ids) for ids in row["char_input_ids"])
         targets.append(torch.as_tensor(row["trajectory"], dtype=torch.float32))
-    prefixes = prefixes or teacher_prefixes
     target = torch.cat(targets)
-    student = torch.zeros_like(target)
-    order = sorted(range(len(prefixes)), key=lambda i: len(prefixes[i]))
-    for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
-        width = max(len(prefixes[i]) for i in idx)
-        ids = torch.zeros(len(idx), width, dtype=torch.long)
-        mask = torch.zeros(len(idx), width, dtype=torch.long)
-        for j, i in enumerate(idx):
-            ids[j, :len(prefixes[i])] = torch.as_tensor(prefixes[i], dtype=torch.long)
-            mask[j, :len(prefixes[i])] = 1
-        student[idx] = model(ids, attention_mask=mask, use_cache=False).pooler_output.float()
+    if model.config.granularity == "byte":
+        # Byte prefixes of a text are prefixes of its byte sequence: one free run per text gives them all.
+        if not hasattr(tokenizer, "offset"):
+            raise ValueError("keystroke_fidelity of a byte student needs its ByT5 tokenizer.")
+        from .trajectories import byte_rows
+
+        rows = _rows_to_tensors(byte_rows(char_dataset, tokenizer.offset))
+        student = torch.cat(student_trajectories(model, rows, batch_size))
+    else:
+        student = torch.zeros_like(target)
+        order = sorted(range(len(prefixes)), key=lambda i: len(prefixes[i]))
+        for start in range(0, len(order), batch_size):
+            idx = order[start:start + batch_size]
+            width = max(len(prefixes[i]) for i in idx)
+            ids = torch.zeros(len(idx), width, dtype=torch.long)
+            mask = torch.zeros(len(idx), width, dtype=torch.long)
+            for j, i in enumerate(idx):
+                ids[j, :len(prefixes[i])] = torch.as_tensor(prefixes[i], dtype=torch.long)
+                mask[j, :len(prefixes[i])] = 1
+            student[idx] = model(ids, attention_mask=mask, use_cache=False).pooler_output.float()
     table = {"student": {"keystroke_cosine": float(scores.cosine_fidelity(student, target).mean())}}
     if token_vectors is not None:
         static = torch.stack([F.normalize(token_vectors[torch.as_tensor(p, dtype=torch.long)].sum(0), dim=-1)
-                              for p in teacher_prefixes])
+                              for p in prefixes])
         table["static mean"] = {"keystroke_cosine": float(scores.cosine_fidelity(static, target).mean())}
     table["_keystrokes"] = {"count": float(len(prefixes))}
     return table

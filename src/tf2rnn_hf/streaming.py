@@ -179,13 +179,10 @@ class BatchStreamingEncoder:
                 pending.append([s, steps, self._state(s)])
         for r in range(max((len(p[1]) for p in pending), default=0)):
             active = [p for p in pending if len(p[1]) > r]
-            states = active[0][2] if len(active) == 1 else TF2RNNState.concat([p[2] for p in active])
-            ids = torch.tensor([p[1][r][0] for p in active], dtype=torch.long, device=states.device)
-            _, new = self.model.step_with_grad(ids, states)
-            for row, p in enumerate(active):
-                p[2] = new if len(active) == 1 else new.index_select([row])
+            for p, new in zip(active, self._step([p[2] for p in active], [p[1][r][0] for p in active])):
+                p[2] = new
                 if p[1][r][1]:
-                    p[0].char_states.append(p[2])
+                    p[0].char_states.append(new)
 
     @torch.inference_mode()
     def _refresh(self, stream_ids: Iterable[int]) -> None:
@@ -204,19 +201,16 @@ class BatchStreamingEncoder:
         rounds = max((len(t) for _, t in pending), default=0)
         for r in range(rounds):
             active = [(s, t[r]) for s, t in pending if len(t) > r]
-            if len(active) == 1:  # one stream (a keystroke at batch 1): no concatenating or splitting
-                (s, tok), = active
-                state = self._state(s)
-                _, new = self.model.step_with_grad(torch.tensor([tok], device=state.device), state)
+            for (s, tok), new in zip(active, self._step([self._state(s) for s, _ in active], [tok for _, tok in active])):
                 s.word_tokens.append(tok)
                 s.word_states.append(new)
-                continue
-            states = TF2RNNState.concat([self._state(s) for s, _ in active])
-            ids = torch.tensor([tok for _, tok in active], dtype=torch.long, device=states.device)
-            _, new = self.model.step_with_grad(ids, states)
-            for row, (s, tok) in enumerate(active):
-                s.word_tokens.append(tok)
-                s.word_states.append(new.index_select([row]))
+
+    def _step(self, states: List[TF2RNNState], ids: List[int]) -> List[TF2RNNState]:
+        """One step of several streams in one batched model call; a single stream (a keystroke at batch
+        1) skips the concatenating and splitting."""
+        batch = states[0] if len(states) == 1 else TF2RNNState.concat(states)
+        _, new = self.model.step_with_grad(torch.tensor(ids, dtype=torch.long, device=batch.device), batch)
+        return [new] if len(states) == 1 else [new.index_select([row]) for row in range(len(states))]
 
 
 class StreamingEncoder:
