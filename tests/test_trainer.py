@@ -216,9 +216,12 @@ def _env():
 
 
 def test_two_processes_train_identical_weights(tmp_path):
+    # On a wall-clock budget: each process has its own clock, and they must still stop at the same step
+    # (else one waits forever for the other's gradients) with the same loss weights.
     cmd = [*ACCELERATE, "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
            "no", "--dynamo_backend", "no", str(RANK_SCRIPT),
-           *_distill_args(tmp_path / "out", tmp_path / "cache", "--save_strategy", "no")]
+           *_distill_args(tmp_path / "out", tmp_path / "cache", "--save_strategy", "no", "--train_minutes", "0.1",
+                          "--transition_until", "0.5", "--anneal", "0.2")]
     run = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-4000:]
     lines = re.findall(r"RANK (\d) WORLD (\d) SHA (\w+)", run.stdout)

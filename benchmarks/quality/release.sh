@@ -3,7 +3,9 @@
 # the model card (with the cell comparison). Settings come from the ablation (benchmarks/quality/results/
 # ablation-*.json).
 #   NAME (default tf2rnn-minilm)  TRAIN_TEXTS (default 60000)  TRAIN_MINUTES (default 35)  EXTRA: more
-#   distill options (later options win, e.g. EXTRA="--hidden_size 384")
+#   distill options (later options win, e.g. EXTRA="--hidden_size 384")  LAUNCH: how to start distill.py
+#   (default one process; both cores: LAUNCH="$PY -m accelerate.commands.launch --multi_gpu --num_processes 2
+#   --num_machines 1 --mixed_precision no --dynamo_backend no")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
@@ -12,7 +14,7 @@ OUT=${OUT:-outputs/$NAME}
 RESULT=benchmarks/quality/results/release.json
 [ "$NAME" = tf2rnn-minilm ] || RESULT=benchmarks/quality/results/release-$NAME.json
 start=$(date +%s)
-$PY examples/distill.py --max_train_texts "${TRAIN_TEXTS:-60000}" --max_eval_texts 1000 --hidden_size 768 \
+${LAUNCH:-$PY} examples/distill.py --max_train_texts "${TRAIN_TEXTS:-60000}" --max_eval_texts 1000 --hidden_size 768 \
   --per_device_train_batch_size 64 --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "${TRAIN_MINUTES:-35}" \
   --report_to none --logging_steps 100 --save_strategy no --disable_tqdm true --output_dir "$OUT" ${EXTRA:-}
 trained=$(date +%s)

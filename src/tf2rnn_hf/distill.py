@@ -133,6 +133,9 @@ def main(argv=None) -> dict:
         data_args.granularity = "char"  # a byte student's targets are the teacher's embedding per keystroke
     if distill_args.keystroke_weight > 0 and data_args.granularity != "char":
         raise ValueError("--keystroke_weight trains on keystrokes inside words: it needs --granularity char.")
+    if distill_args.keystroke_weight > 0 and training_args.world_size > 1:
+        raise ValueError("--keystroke_weight runs a second forward per step, which DDP does not allow: "
+                         "train with it in one process.")
     logging.basicConfig(level=logging.INFO if training_args.process_index == 0 else logging.WARNING,
                         format="%(asctime)s %(name)s: %(message)s")
     training_args.remove_unused_columns = False  # the collator needs the trajectory columns

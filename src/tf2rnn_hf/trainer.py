@@ -2,6 +2,7 @@
 mixes them, and `DistillationTrainer(transformers.Trainer)` which supplies the loss and fidelity metrics."""
 
 import dataclasses
+import random
 import time
 from typing import Dict, List, Optional
 
@@ -223,6 +224,7 @@ class DistillationTrainer(Trainer):
         # decay follow the clock and training stops when it runs out, so runs compare at equal CPU time.
         self.time_budget = time_budget
         self._clock_start: Optional[float] = None
+        self._clock_progress = 0.0
         if time_budget:
             self.add_callback(_TimeBudgetCallback(self))
         self.schedule = schedule or LossSchedule()
@@ -236,9 +238,7 @@ class DistillationTrainer(Trainer):
 
     def _progress(self) -> float:
         if self.time_budget:
-            if self._clock_start is None:
-                return 0.0
-            return min(1.0, (time.perf_counter() - self._clock_start) / self.time_budget)
+            return self._clock_progress
         total = max(1, self.state.max_steps)
         return min(1.0, self.state.global_step / total)
 
@@ -258,6 +258,10 @@ class DistillationTrainer(Trainer):
         # Every loss calls `model` itself, so under DDP the gradients are synchronised.
         p = self._progress() if model.training else 1.0
         w_tr = self.schedule.transition_weight(p) if model.training else 0.0
+        if 0 < w_tr < 1 and self.args.world_size > 1:
+            # DDP allows one forward per backward: while the two losses anneal, each step takes one of them
+            # with probability equal to its weight (the same mix in expectation), the same one on every rank.
+            w_tr = float(random.Random(self.state.global_step * 7919 + self.args.seed).random() < w_tr)
         terms = {}
         loss = torch.zeros((), device=inputs["input_ids"].device)
         if w_tr > 0:
@@ -338,7 +342,14 @@ class _TimeBudgetCallback(TrainerCallback):
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.trainer._clock_start = time.perf_counter()
+        self.trainer._clock_progress = 0.0
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.trainer._progress() >= 1.0:
+        # Each process has its own clock. Under DDP they must agree, or one stops while the other waits
+        # for its gradients forever (and their loss weights drift apart): all take the furthest clock.
+        p = min(1.0, (time.perf_counter() - self.trainer._clock_start) / self.trainer.time_budget)
+        if args.world_size > 1:
+            p = float(self.trainer.accelerator.gather(torch.tensor([p], device=args.device)).max())
+        self.trainer._clock_progress = p
+        if p >= 1.0:
             control.should_training_stop = True
