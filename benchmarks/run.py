@@ -350,7 +350,10 @@ def main():
                            "layers": model.config.num_hidden_layers, "source": args.model or "fresh default config"}}
     t0 = time.perf_counter()
     results["rss"] = bench_rss(model, tokenizer, 100 if args.quick else 1000)
-    models = {"fp32": model, "int8": quantize_int8(model)}
+    # int8: what `quantize_int8` gives (single-stream keystrokes in the fused native step where it builds);
+    # int8_modules: PyTorch's int8 modules alone, the path before the fused step and its fallback.
+    models = {"fp32": model, "int8": quantize_int8(model), "int8_modules": quantize_int8(model, fused=False)}
+    results["machine"]["fused_step"] = models["int8"].fused_step is not None
     results["keystroke"] = bench_keystrokes(models, tokenizer, teacher, (16, 64, 128, 256), repeat)
     results["streams"] = bench_streams(models, tokenizer, teacher, (1, 64) if args.quick else (1, 64, 1024))
     from tf2rnn_hf.corpus import load_texts
@@ -359,7 +362,7 @@ def main():
         texts = load_texts("offline", "heldout", limit=256 if args.quick else 2048)["text"]
     except Exception:  # no Debian access: the bulk figure uses generated sentences instead
         texts = [" ".join(WORDS[i % 7:i % 7 + 12]) for i in range(512)]
-    results["bulk"] = bench_bulk(models, tokenizer, teacher, texts)
+    results["bulk"] = bench_bulk({k: models[k] for k in ("fp32", "int8")}, tokenizer, teacher, texts)  # same modules
     results["cells"] = bench_cells(tokenizer, 50 if args.quick else 200)
     results["scale"] = bench_scale(model, tokenizer, teacher, (10, 1000) if args.quick else (10, 1000, 100_000))
     results["distill"] = bench_distill(model, teacher, texts[:256 if args.quick else 1024])

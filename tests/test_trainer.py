@@ -1,5 +1,6 @@
 """DistillationTrainer: losses, the schedule, two accelerate processes, exact resume, held-out loss."""
 
+import json
 import os
 import re
 import signal
@@ -229,6 +230,10 @@ def test_two_processes_train_identical_weights(tmp_path):
     assert {w for _, w, _ in lines} == {"2"}
     assert len({sha for _, _, sha in lines}) == 1  # DDP kept both ranks' weights identical
     assert (tmp_path / "out" / "model.safetensors").is_file()
+    train = json.loads((tmp_path / "out" / "results.json").read_text())["train"]
+    # Throughput from the steps taken (the clock, not max_steps, ended the run): 2 ranks x 8 rows per step.
+    assert 0 < train["train_samples_per_second"] == pytest.approx(16 * train["train_steps_per_second"], rel=1e-3)
+    assert train["train_samples_per_second"] < 1e5
 
 
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path):

@@ -143,7 +143,7 @@ def main(argv=None) -> dict:
     timings = {}
     t0 = time.perf_counter()
 
-    teacher = Teacher(model_args.teacher)
+    teacher = Teacher(model_args.teacher, device=training_args.device)  # each process its own GPU, or the CPU
     settings = trajectories.TrajectorySettings(
         granularity=data_args.granularity, max_tokens=data_args.max_tokens, stride=data_args.stride,
         bf16=data_args.teacher_bf16, token_budget=data_args.token_budget, shard_size=data_args.shard_size)

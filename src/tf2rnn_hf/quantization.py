@@ -6,6 +6,9 @@ At batch 1 a keystroke is bound by reading the recurrent weights from memory (a 
 per call, so results depend slightly on what is batched together: a quantized stream agrees with the
 quantized model run from scratch to about 1e-3, not 1e-5. `benchmarks/run.py` reports the speed and the
 fidelity cost side by side.
+
+Those modules still leave a batch-1 keystroke to ~25 dispatched ops; for one-layer GRU students the whole
+keystroke also runs as one native call (`fused_step`), which the streaming encoders take for single streams.
 """
 
 import copy
@@ -17,11 +20,13 @@ from torch import nn
 from .modeling_tf2rnn import TF2RNNModel
 
 
-def quantize_int8(model: TF2RNNModel, inplace: bool = False) -> TF2RNNModel:
+def quantize_int8(model: TF2RNNModel, inplace: bool = False, fused: bool = True) -> TF2RNNModel:
     """A copy of `model` for CPU inference with int8 recurrent and linear weights (token table stays fp32).
 
-    The result is for inference only: it cannot be trained or saved with `save_pretrained`; quantize
-    after loading instead."""
+    With `fused` (one-layer GRU students, where a C compiler is available) it also carries
+    `fused_step`, a whole batch-1 keystroke in one native call (`fused_step.Int8GRUStep`), which the
+    streaming encoders use for single streams. The result is for inference only: it cannot be trained or
+    saved with `save_pretrained`; quantize after loading instead."""
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("Int8 dynamic quantization runs on CPU; move the model with .cpu() first.")
     if not set(torch.backends.quantized.supported_engines) & {"x86", "fbgemm", "qnnpack"}:
@@ -30,10 +35,17 @@ def quantize_int8(model: TF2RNNModel, inplace: bool = False) -> TF2RNNModel:
 
     model = model if inplace else copy.deepcopy(model)
     model.eval()
+    step = None
+    if fused and model.config.cell_type == "gru" and model.config.num_hidden_layers == 1 and model.dtype == torch.float32:
+        from .fused_step import Int8GRUStep, load_library
+
+        if load_library() is not None:
+            step = Int8GRUStep(model)  # from the fp32 weights, before the modules are replaced
     with warnings.catch_warnings():  # the eager API is deprecated in favour of torchao; it still ships
         warnings.simplefilter("ignore")
         quantize_dynamic(model, {nn.GRU, nn.LSTM, nn.Linear}, dtype=torch.qint8, inplace=True)
     model.int8_dynamic = True
+    model.fused_step = step
     return model
 
 

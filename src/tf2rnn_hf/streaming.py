@@ -54,6 +54,7 @@ class BatchStreamingEncoder:
             raise ValueError("A byte-level student streams with its ByT5 byte tokenizer; got "
                              f"{type(tokenizer).__name__}.")
         self.model = model.eval()
+        self._fused = getattr(model, "fused_step", None)  # set by quantize_int8 for one-layer GRU students
         self.backend = tokenizer.backend_tokenizer if hasattr(tokenizer, "backend_tokenizer") else None
         self.tokenizer = tokenizer
         self._empty = model.init_state(1)
@@ -207,7 +208,9 @@ class BatchStreamingEncoder:
 
     def _step(self, states: List[TF2RNNState], ids: List[int]) -> List[TF2RNNState]:
         """One step of several streams in one batched model call; a single stream (a keystroke at batch
-        1) skips the concatenating and splitting."""
+        1) skips the concatenating and splitting, and takes the fused int8 step where `quantize_int8` made one."""
+        if len(states) == 1 and self._fused is not None:
+            return [self._fused(ids[0], states[0])[1]]
         batch = states[0] if len(states) == 1 else TF2RNNState.concat(states)
         _, new = self.model.step_with_grad(torch.tensor(ids, dtype=torch.long, device=batch.device), batch)
         return [new] if len(states) == 1 else [new.index_select([row]) for row in range(len(states))]

@@ -85,7 +85,8 @@ class Teacher:
         self.name = name_or_path
         self.path = resolve_teacher_path(name_or_path)
         self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-        self.model = AutoModel.from_pretrained(self.path).to(device).eval()
+        # fp32 weights whatever the checkpoint stores; `bf16` autocasts the forward instead.
+        self.model = AutoModel.from_pretrained(self.path, dtype=torch.float32).to(device).eval()
         settings = read_pooling(self.path)
         self.pooling = pooling or settings["pooling"]
         if self.pooling not in POOLING_MODES:

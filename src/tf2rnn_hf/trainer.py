@@ -254,6 +254,15 @@ class DistillationTrainer(Trainer):
         self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer, factor)
         return self.lr_scheduler
 
+    def train(self, *args, **kwargs):
+        result = super().train(*args, **kwargs)
+        if self.time_budget:  # the Trainer derives these from max_steps, which a clock-stopped run sets to "never"
+            runtime = max(result.metrics.get("train_runtime", 0.0), 1e-9)
+            batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps * self.args.world_size
+            result.metrics["train_steps_per_second"] = round(self.state.global_step / runtime, 3)
+            result.metrics["train_samples_per_second"] = round(self.state.global_step * batch / runtime, 3)
+        return result
+
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         # Every loss calls `model` itself, so under DDP the gradients are synchronised.
         p = self._progress() if model.training else 1.0
