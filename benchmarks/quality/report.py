@@ -45,6 +45,36 @@ def cell_comparison() -> str:
     return "\n".join(lines)
 
 
+# Where each training run ran (the figures come from its results file).
+SCALE_RUNS = {
+    "release-60k": "1 CPU core, 45 min",
+    "release": "1 CPU core, 45 min",
+    "release-tf2rnn-minilm-small": "1 CPU core, 35 min",
+    "release-tf2rnn-minilm-2core": "2 CPU cores (DDP), 45 min",
+    "gpu-h100-gru768": "1 H100, 5 min",
+    "gpu-h100-gru1024": "1 H100, 5 min",
+}
+
+
+def scale_table() -> str:
+    """Quality against training compute: text-passes (texts x epochs) seen by each run, same held-out texts."""
+    lines = ["### Quality against training compute", "",
+             "Distillation's own held-out check (the first 1,000 held-out sentences, free-running). Text-passes = "
+             "training texts x epochs: the training compute each run afforded.", "",
+             "| run | where | hidden | texts | epochs | text-passes | final cosine | all-prefix cosine | NA@10 | "
+             "drift 33-64 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, where in SCALE_RUNS.items():
+        r = load(name)
+        if not r:
+            continue
+        d = r.get("distill", r)
+        s, epochs, texts = d["fidelity"]["student"], d["train"]["epoch"], d["args"]["data"]["max_train_texts"]
+        lines.append(f"| {name} | {where} | {d['args']['model']['hidden_size']} | {texts:,} | {epochs:.2f} | "
+                     f"{texts * epochs / 1e6:.2f}M | {s['final_cosine']:.3f} | {s['prefix_cosine']:.3f} | "
+                     f"{s['neighbour_agreement@10']:.3f} | {s['drift_33-64']:.3f} |")
+    return "\n".join(lines)
+
+
 def main():
     if "--cells" in sys.argv[1:]:
         print(cell_comparison())
@@ -94,6 +124,7 @@ def main():
     if rows:
         out.append(format_table(rows, "Byte vs token students (byte.sh): GRU-768, 20k sentences, 10 CPU-minutes "
                                       "(one core) each, rollout"))
+    out.append(scale_table())
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation import results_markdown
