@@ -31,11 +31,13 @@ edit = st.one_of(st.tuples(st.just("type"), st.text(alphabet=ALPHABET, min_size=
                  st.tuples(st.just("delete"), st.integers(min_value=1, max_value=5)))
 
 
+# max_checkpoints=2: deletes that go back further than the kept checkpoints re-encode, still exactly.
+@pytest.mark.parametrize("max_checkpoints", [None, 2])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=st.lists(edit, min_size=1, max_size=12))
-def test_any_edit_script_equals_scratch(student, script):
+def test_any_edit_script_equals_scratch(student, max_checkpoints, script):
     model, tokenizer = student
-    enc = StreamingEncoder(model, tokenizer)
+    enc = StreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
     text = ""
     for op, arg in script:
         if op == "type":
@@ -133,3 +135,30 @@ def test_nbytes_counts_the_state_and_its_checkpoints(student):
     assert grown >= 3 * one  # a checkpoint per word (per character for bytes) so that deletes are pops
     batch.delete({i: len("two three")})
     assert one <= batch.nbytes(i) < grown
+
+
+def test_max_checkpoints_bounds_what_a_stream_holds(student):
+    model, tokenizer = student
+    batch = BatchStreamingEncoder(model, tokenizer, max_checkpoints=3)
+    (i,) = batch.open(1)
+    batch.type({i: "one two three four five six "})
+    held = batch.nbytes(i)
+    batch.type({i: "seven eight nine ten eleven twelve "})
+    assert batch.nbytes(i) == held  # flat in the text typed, unlike the unbounded default
+    calls = []
+    original = model.step_with_grad
+    model.step_with_grad = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        # Checkpoints are word boundaries for tokens, characters for bytes.
+        first = len("twelve ") if model.config.granularity == "token" else 2
+        batch.delete({i: first})  # within the kept checkpoints: a pop
+        assert calls == []
+        batch.delete({i: len("seven eight nine ten eleven twelve ") - first})  # past them: re-encoded once
+        assert calls
+    finally:
+        model.step_with_grad = original
+    text = "one two three four five six "
+    assert batch.text(i) == text
+    assert (batch.embedding(i) - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    with pytest.raises(ValueError, match="max_checkpoints must be at least 1"):
+        BatchStreamingEncoder(model, tokenizer, max_checkpoints=0)

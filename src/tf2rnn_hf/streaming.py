@@ -10,7 +10,9 @@ A byte-level student (`granularity="byte"`) needs no tokenizer state: each chara
 bytes and the state after every character is kept, so a delete is again a pop.
 
 The embedding after any sequence of `type` and `delete` equals the model run on the resulting text from
-scratch (tested with random edit scripts). A stream whose text has no token yet (empty, or whitespace and
+scratch (tested with random edit scripts). `max_checkpoints` bounds what a stream holds: only the latest
+word-boundary (byte-level: character) states are kept, and a delete that goes back further re-encodes the
+remaining text once (O(length), where a pop is O(1)). A stream whose text has no token yet (empty, or whitespace and
 control characters only for a token-level student) has the all-zero embedding. (ByT5's tokenizer reads
 the literal strings "<pad>", "</s>" and "<unk>" as its special tokens; a byte stream reads their bytes.)
 """
@@ -38,7 +40,8 @@ class _Stream:
     boundaries: List[Tuple[int, TF2RNNState, List[int], List[TF2RNNState]]] = field(default_factory=list)
     word_tokens: List[int] = field(default_factory=list)  # tokens of the current word already run
     word_states: List[TF2RNNState] = field(default_factory=list)  # state after each of them
-    char_states: List[TF2RNNState] = field(default_factory=list)  # byte-level: the state after each character
+    char_states: List[Optional[TF2RNNState]] = field(default_factory=list)  # byte-level: state after each character
+    dropped: int = 0  # how many of the oldest checkpoints (boundaries, or characters) max_checkpoints let go
 
 
 class BatchStreamingEncoder:
@@ -48,7 +51,11 @@ class BatchStreamingEncoder:
     streams at once and step all of them in one batched model call per token position.
     """
 
-    def __init__(self, model: TF2RNNModel, tokenizer):
+    def __init__(self, model: TF2RNNModel, tokenizer, max_checkpoints: Optional[int] = None):
+        if max_checkpoints is not None and max_checkpoints < 1:
+            raise ValueError(f"max_checkpoints must be at least 1 (the state the current word grows from), "
+                             f"got {max_checkpoints}.")
+        self.max_checkpoints = max_checkpoints
         self.byte_level = getattr(model.config, "granularity", "token") == "byte"
         if self.byte_level and not hasattr(tokenizer, "offset"):
             raise ValueError("A byte-level student streams with its ByT5 byte tokenizer; got "
@@ -101,10 +108,10 @@ class BatchStreamingEncoder:
         """Bytes of model state a stream holds: its current state plus the checkpoints kept so that deletes
         are pops (one per finished word, and per token of the current word; per character for bytes)."""
         s = self._get(stream_id)
-        states = [self._state(s), *(b[1] for b in s.boundaries), *(st for b in s.boundaries for st in b[3]),
+        states = [self._state(s), *(b[1] for b in s.boundaries), *(st for b in s.boundaries for st in b[3] or ()),
                   *s.word_states, *s.char_states]
         seen = {}
-        for state in states:
+        for state in filter(None, states):
             for t in state._tensors():
                 seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
         return sum(seen.values())
@@ -138,6 +145,7 @@ class BatchStreamingEncoder:
                     # The word is complete and its state computed, so this is a push.
                     s.boundaries.append((len(s.text) + 1, self._state(s), s.word_tokens, s.word_states))
                     s.word_tokens, s.word_states = [], []
+                    self._cap(s, s.boundaries, lambda b: (b[0], None, None, None))
                 else:
                     dirty = True
                 s.text += char
@@ -146,6 +154,7 @@ class BatchStreamingEncoder:
 
     def delete(self, edits: Dict[int, int]) -> Dict[int, torch.Tensor]:
         """Remove the last n characters of streams; returns each stream's new embedding."""
+        rebuild = {}
         for stream_id, n in edits.items():
             s = self._get(stream_id)
             if n < 0:
@@ -156,9 +165,25 @@ class BatchStreamingEncoder:
             del s.char_states[len(s.text):]  # byte-level: one state per character, popped
             while s.boundaries and s.boundaries[-1][0] > len(s.text):
                 _, _, s.word_tokens, s.word_states = s.boundaries.pop()  # a pop, never a re-encode
+            s.dropped = min(s.dropped, len(s.char_states) if self.byte_level else len(s.boundaries))
+            if (s.word_states is None or (s.boundaries and s.boundaries[-1][1] is None)
+                    or (s.char_states and s.char_states[-1] is None)):
+                rebuild[stream_id] = s.text  # deleted past the checkpoints max_checkpoints kept
+        for stream_id in rebuild:
+            self.streams[stream_id] = _Stream()
+        if rebuild:
+            self.type(rebuild)
         if not self.byte_level:
-            self._refresh(list(edits))
+            self._refresh([i for i in edits if i not in rebuild])
         return {i: self.embedding(i) for i in edits}
+
+    def _cap(self, s: _Stream, checkpoints: list, drop) -> None:
+        """Let go of the oldest checkpoints beyond max_checkpoints (they are a prefix of the list)."""
+        if self.max_checkpoints is None:
+            return
+        while len(checkpoints) - s.dropped > self.max_checkpoints:
+            checkpoints[s.dropped] = drop(checkpoints[s.dropped])
+            s.dropped += 1
 
     def _word_tokens(self, word: str) -> List[int]:
         if self.backend is not None:
@@ -184,6 +209,7 @@ class BatchStreamingEncoder:
                 p[2] = new
                 if p[1][r][1]:
                     p[0].char_states.append(new)
+                    self._cap(p[0], p[0].char_states, lambda _: None)
 
     @torch.inference_mode()
     def _refresh(self, stream_ids: Iterable[int]) -> None:
@@ -224,8 +250,9 @@ class StreamingEncoder:
     >>> enc.embedding  # equals model(tokenizer("search as you type")).pooler_output[0]
     """
 
-    def __init__(self, model: TF2RNNModel, tokenizer, batch: Optional[BatchStreamingEncoder] = None):
-        self._batch = batch or BatchStreamingEncoder(model, tokenizer)
+    def __init__(self, model: TF2RNNModel, tokenizer, batch: Optional[BatchStreamingEncoder] = None,
+                 max_checkpoints: Optional[int] = None):
+        self._batch = batch or BatchStreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
         (self._id,) = self._batch.open(1)
 
     def type(self, text: str) -> torch.Tensor:
