@@ -138,7 +138,7 @@ def test_evaluate_and_plot_cli(teacher, tmp_path):
 
 
 def test_passages_join_consecutive_sentences(teacher):
-    from tf2rnn_hf.evaluation import passages
+    from tf2rnn_hf.corpus import passages
 
     out = passages(HELD_OUT, teacher.tokenizer, min_tokens=40, count=3)
     assert len(out) == 3 and out[0].startswith(HELD_OUT[0]) and HELD_OUT[1] in out[0]

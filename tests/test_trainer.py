@@ -261,3 +261,15 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
                              env=_env(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert re.search(r"SHA (\w+)", resumed.stdout).group(1) == expected
+
+
+def test_passage_training_joins_texts_past_sentence_length(tmp_path):
+    from tf2rnn_hf.distill import main
+
+    with pytest.raises(ValueError, match="needs --max_tokens above it"):
+        main(_distill_args(tmp_path / "x", tmp_path / "cache", "--passage_tokens", "40"))  # tiny: max_tokens 16
+    results = main(_distill_args(tmp_path / "out", tmp_path / "cache", "--passage_tokens", "30", "--max_tokens",
+                                 "48", "--stride", "4", "--use_cpu", "true", "--save_strategy", "no"))
+    stats = results["trajectory_stats"]
+    assert stats["texts"] < 64 / 2  # 64 sentences joined into passages of 30+ tokens
+    assert stats["prefixes"] < stats["texts"] * 30  # --stride 4: a target every 4th prefix (plus first, last)

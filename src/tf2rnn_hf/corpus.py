@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import datasets
 
@@ -51,6 +51,22 @@ def normalise(text: str) -> str:
 
 
 # ---------------------------------------------------------------- loading any source
+
+
+def passages(texts: Sequence[str], tokenizer, min_tokens: int = 100, count: Optional[int] = 200) -> List[str]:
+    """Consecutive texts joined into passages of at least `min_tokens` tokens (at most `count` of them; None:
+    all). The corpus's sentences are short (99% of held-out ones under 54 tokens): drift past the training
+    length is measured, and can be trained, on these."""
+    out, current, n = [], [], 0
+    for text in texts:
+        current.append(text)
+        n += len(tokenizer(text, add_special_tokens=False)["input_ids"])
+        if n >= min_tokens:
+            out.append(" ".join(current))
+            current, n = [], 0
+            if len(out) == count:
+                break
+    return out
 
 
 def load_texts(source: str, split: str = "train", text_column: str = "text", limit: Optional[int] = None,

@@ -22,7 +22,7 @@ import torch
 from transformers import HfArgumentParser, TrainingArguments, set_seed
 
 from . import trajectories
-from .corpus import load_texts
+from .corpus import load_texts, passages
 from .configuration_tf2rnn import TF2RNNConfig
 from .evaluation import fidelity_table, format_table
 from .modeling_tf2rnn import TF2RNNModel
@@ -77,6 +77,9 @@ class DataArguments:
         "help": "'token' trajectories, or 'char' (every keystroke; needed by --keystroke_weight)."})
     stride: int = 1
     max_tokens: int = 64
+    passage_tokens: Optional[int] = field(default=None, metadata={
+        "help": "Join consecutive training texts into passages of at least this many tokens (raise --max_tokens "
+                "above it; --stride keeps their trajectories affordable): trains the state past sentence length."})
     teacher_bf16: bool = True
     token_budget: int = 4096
     shard_size: int = 2000
@@ -154,6 +157,11 @@ def main(argv=None) -> dict:
                                  data_args.max_train_texts, data_args.cache_dir)["text"]
         eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
                                 data_args.text_column, data_args.max_eval_texts, data_args.cache_dir)["text"]
+    if data_args.passage_tokens:
+        if data_args.passage_tokens >= data_args.max_tokens:
+            raise ValueError(f"--passage_tokens {data_args.passage_tokens} needs --max_tokens above it "
+                             f"(got {data_args.max_tokens}), or passages are cut back to sentence length.")
+        train_texts = passages(train_texts, teacher.tokenizer, min_tokens=data_args.passage_tokens, count=None)
     train_ds = trajectories.build(train_texts, teacher, settings, data_args.cache_dir)
     # Held-out fidelity: token trajectories for a token student (whatever it trained on), keystrokes for bytes.
     eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1,

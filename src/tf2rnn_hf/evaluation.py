@@ -322,21 +322,6 @@ def keystroke_fidelity(model, char_dataset, token_vectors: Optional[torch.Tensor
 ALL_SUITES = ("fidelity", "long", "keystroke") + tuple(SUITES)
 
 
-def passages(texts: Sequence[str], tokenizer, min_tokens: int = 100, count: int = 200) -> List[str]:
-    """Consecutive sentences joined into passages of at least `min_tokens` tokens. The corpus's sentences are
-    short (99% of held-out ones under 54 tokens), so drift past the training length is measured on these."""
-    out, current, n = [], [], 0
-    for text in texts:
-        current.append(text)
-        n += len(tokenizer(text, add_special_tokens=False)["input_ids"])
-        if n >= min_tokens:
-            out.append(" ".join(current))
-            current, n = [], 0
-            if len(out) == count:
-                break
-    return out
-
-
 def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: Sequence[str] = ALL_SUITES,
                    corpus: str = "offline", eval_split: str = "heldout", n_texts: int = 1000,
                    cache_dir: Optional[str] = None, baselines: bool = True) -> Dict[str, dict]:
@@ -347,7 +332,7 @@ def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: 
     from transformers import AutoTokenizer
 
     from . import trajectories
-    from .corpus import load_texts
+    from .corpus import load_texts, passages
     from .modeling_tf2rnn import TF2RNNModel
 
     model = TF2RNNModel.from_pretrained(model_path).eval()
