@@ -124,6 +124,18 @@ def main():
     if rows:
         out.append(format_table(rows, "Byte vs token students (byte.sh): GRU-768, 20k sentences, 10 CPU-minutes "
                                       "(one core) each, rollout"))
+    rows = {}
+    for name in ("base", "control", "joined"):
+        r = load(f"passages-eval-{name}")
+        if r:
+            f, g = r["suites"]["fidelity"]["student"], r["suites"]["long"]["student"]
+            rows[name] = {"final_cosine": f["final_cosine"], "neighbour_agreement@10": f["neighbour_agreement@10"],
+                          "long_final_cosine": g["final_cosine"], **{f"long_{k}": g[k] for k in
+                                                                     ("drift_9-16", "drift_33-64", "drift_65-128")}}
+    if rows:
+        out.append(format_table(rows, "Drift past sentence length (passages.sh): the release student fine-tuned 10 "
+                                      "CPU-minutes on 20k sentences as they are (control) or joined into 100+-token "
+                                      "passages (joined); held-out sentences, and held-out passages (long_*)"))
     out.append(scale_table())
     release = load("release")
     if release:

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Drift past sentence length (issue 10): fine-tune a trained student for TRAIN_MINUTES of one core on
+# passages (consecutive training sentences joined to 100+ tokens, a target every 4th prefix), against a
+# control fine-tuned as long on the same sentences unjoined; then held-out sentence fidelity and the
+# `long` suite (100-128-token passages) for the base and both fine-tunes. Rollout loss, same rate.
+#   BASE (default outputs/tf2rnn-minilm)  TRAIN_TEXTS (sentences, default 20000)  TRAIN_MINUTES (default 10)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BASE=${BASE:-outputs/tf2rnn-minilm}
+common=(--init_from "$BASE" --max_train_texts "${TRAIN_TEXTS:-20000}" --max_eval_texts 1000
+        --per_device_train_batch_size 32 --learning_rate 5e-4 --warmup_steps 0.05
+        --train_minutes "${TRAIN_MINUTES:-10}" --report_to none --logging_steps 50 --save_strategy no
+        --disable_tqdm true --dataloader_num_workers 0)
+source benchmarks/quality/common.sh
+# The two fine-tunes run side by side, one core each.
+run_one passages control &
+run_one passages joined --passage_tokens 100 --max_tokens 128 --stride 4 &
+wait
+for name in base control joined; do
+  [ -f "$OUT/passages-eval-$name.json" ] && continue
+  model=$BASE; [ "$name" = base ] || model=outputs/passages-$name
+  OMP_NUM_THREADS=1 $PY -m tf2rnn_hf.cli evaluate "$model" --suites fidelity,long --no-baselines \
+    --output "outputs/passages-eval-$name" > "$OUT/passages-eval-$name.log" 2>&1 &
+done
+wait
+for name in base control joined; do cp "outputs/passages-eval-$name/results.json" "$OUT/passages-eval-$name.json"; done
+$PY benchmarks/quality/report.py | sed -n '/Drift past sentence length/,/^$/p'
