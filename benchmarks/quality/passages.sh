@@ -24,4 +24,4 @@ for name in base control joined; do
 done
 wait
 for name in base control joined; do cp "outputs/passages-eval-$name/results.json" "$OUT/passages-eval-$name.json"; done
-$PY benchmarks/quality/report.py | sed -n '/Drift past sentence length/,/^$/p'
+$PY benchmarks/quality/report.py > benchmarks/quality/RESULTS.md && sed -n '/Drift past sentence length/,/^### Quality/p' benchmarks/quality/RESULTS.md
