@@ -122,11 +122,9 @@ class Int8GRUStep:
         h, tsum = state.cell_state[0], state.token_sum
         if not (h.is_contiguous() and tsum.is_contiguous()):
             h, tsum = h.contiguous(), tsum.contiguous()
-        H, O = self.hidden_size, self.output_size
-        out = torch.empty(H + 2 * O)  # one allocation holds the new h, token sum and embedding
+        h_out, emb = torch.empty(1, 1, self.hidden_size), torch.empty(1, self.output_size)
+        token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # the kernel writes it only then
         seen = state.seen_tokens + 1
         self.lib.tf2rnn_gru_step(self._params_ref, token_id, h.data_ptr(), tsum.data_ptr(), seen.data_ptr(),
-                                 out.data_ptr(), out.data_ptr() + 4 * H, out.data_ptr() + 4 * (H + O))
-        emb = out[H + O:].view(1, O)
-        token_sum = out[H:H + O].view(1, O) if self.residual else tsum
-        return emb, TF2RNNState((out[:H].view(1, 1, H),), token_sum, seen, emb)
+                                 h_out.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
+        return emb, TF2RNNState((h_out,), token_sum, seen, emb)
