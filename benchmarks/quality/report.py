@@ -48,9 +48,9 @@ def cell_comparison() -> str:
 # Where each training run ran (the figures come from its results file).
 SCALE_RUNS = {
     "release-60k": "1 CPU core, 45 min",
-    "release": "1 CPU core, 45 min",
+    "release-1core": "1 CPU core, 45 min",
     "release-tf2rnn-minilm-small": "1 CPU core, 35 min",
-    "release-tf2rnn-minilm-2core": "2 CPU cores (DDP), 45 min",
+    "release": "2 CPU cores (DDP), 45 min",
     "gpu-h100-gru768": "1 H100, 5 min",
     "gpu-h100-gru1024": "1 H100, 5 min",
 }
