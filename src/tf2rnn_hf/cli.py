@@ -187,8 +187,8 @@ def cmd_pull(args, rest) -> int:
     return 0
 
 
-INT8_HELP = ("Int8 weights on CPU (benchmarks/results/benchmarks.md: ~4x faster per keystroke for tf2rnn-minilm, "
-             "0.001 lower cosine to the teacher).")
+INT8_HELP = ("Int8 weights on CPU, keystrokes in one fused native step (benchmarks/results/benchmarks.md: ~7x faster "
+             "per keystroke than fp32 for tf2rnn-minilm, 0.001 lower cosine to the teacher).")
 
 
 def build_parser() -> argparse.ArgumentParser:
