@@ -273,3 +273,6 @@ def test_passage_training_joins_texts_past_sentence_length(tmp_path):
     stats = results["trajectory_stats"]
     assert stats["texts"] < 64 / 2  # 64 sentences joined into passages of 30+ tokens
     assert stats["prefixes"] < stats["texts"] * 30  # --stride 4: a target every 4th prefix (plus first, last)
+    half = main(_distill_args(tmp_path / "half", tmp_path / "cache", "--passage_tokens", "30", "--max_tokens",
+                              "48", "--passage_fraction", "0.5", "--use_cpu", "true", "--save_strategy", "no"))
+    assert 32 < half["trajectory_stats"]["texts"] < 64  # 32 sentences as they are, the other 32 joined

@@ -125,7 +125,7 @@ def main():
         out.append(format_table(rows, "Byte vs token students (byte.sh): GRU-768, 20k sentences, 10 CPU-minutes "
                                       "(one core) each, rollout"))
     rows = {}
-    for name in ("base", "control", "joined"):
+    for name in ("base", "control", "joined", "mixed"):
         r = load(f"passages-eval-{name}")
         if r:
             f, g = r["suites"]["fidelity"]["student"], r["suites"]["long"]["student"]
@@ -134,8 +134,9 @@ def main():
                                                                      ("drift_9-16", "drift_33-64", "drift_65-128")}}
     if rows:
         out.append(format_table(rows, "Drift past sentence length (passages.sh): the release student fine-tuned 10 "
-                                      "CPU-minutes on 20k sentences as they are (control) or joined into 100+-token "
-                                      "passages (joined); held-out sentences, and held-out passages (long_*)"))
+                                      "CPU-minutes on 20k sentences as they are (control), joined into 100+-token "
+                                      "passages (joined), or half of them joined (mixed); held-out sentences, and "
+                                      "held-out passages (long_*)"))
     out.append(scale_table())
     release = load("release")
     if release:

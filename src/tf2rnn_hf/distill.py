@@ -80,6 +80,8 @@ class DataArguments:
     passage_tokens: Optional[int] = field(default=None, metadata={
         "help": "Join consecutive training texts into passages of at least this many tokens (raise --max_tokens "
                 "above it; --stride keeps their trajectories affordable): trains the state past sentence length."})
+    passage_fraction: float = field(default=1.0, metadata={
+        "help": "With --passage_tokens: the share of training texts joined into passages (the rest stay as they are)."})
     teacher_bf16: bool = True
     token_budget: int = 4096
     shard_size: int = 2000
@@ -161,7 +163,11 @@ def main(argv=None) -> dict:
         if data_args.passage_tokens >= data_args.max_tokens:
             raise ValueError(f"--passage_tokens {data_args.passage_tokens} needs --max_tokens above it "
                              f"(got {data_args.max_tokens}), or passages are cut back to sentence length.")
-        train_texts = passages(train_texts, teacher.tokenizer, min_tokens=data_args.passage_tokens, count=None)
+        if not 0 < data_args.passage_fraction <= 1:
+            raise ValueError(f"--passage_fraction must be in (0, 1], got {data_args.passage_fraction}.")
+        k = round(len(train_texts) * data_args.passage_fraction)
+        train_texts = passages(train_texts[:k], teacher.tokenizer, min_tokens=data_args.passage_tokens,
+                               count=None) + list(train_texts[k:])
     train_ds = trajectories.build(train_texts, teacher, settings, data_args.cache_dir)
     # Held-out fidelity: token trajectories for a token student (whatever it trained on), keystrokes for bytes.
     eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1,
