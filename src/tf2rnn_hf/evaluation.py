@@ -5,7 +5,7 @@ step earlier, which shows how forgiving final cosine is) and the static order-fr
 each token's teacher vector, Model2Vec-style, distilled by our own code).
 """
 
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +23,17 @@ def _rows_to_tensors(dataset) -> List[Dict[str, torch.Tensor]]:
              "trajectory": torch.as_tensor(r["trajectory"], dtype=torch.float32)} for r in ds]
 
 
+def _pad_ids(sequences) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids (0) and attention mask for a list of id sequences (lists or tensors)."""
+    width = max(len(seq) for seq in sequences)
+    ids = torch.zeros(len(sequences), width, dtype=torch.long)
+    mask = torch.zeros(len(sequences), width, dtype=torch.long)
+    for i, seq in enumerate(sequences):
+        ids[i, :len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+        mask[i, :len(seq)] = 1
+    return ids, mask
+
+
 @torch.no_grad()
 def student_trajectories(model, rows: Sequence[Dict[str, torch.Tensor]], batch_size: int = 64
                          ) -> List[torch.Tensor]:
@@ -32,12 +43,7 @@ def student_trajectories(model, rows: Sequence[Dict[str, torch.Tensor]], batch_s
     out = []
     for start in range(0, len(rows), batch_size):
         chunk = rows[start:start + batch_size]
-        width = max(len(r["input_ids"]) for r in chunk)
-        ids = torch.zeros(len(chunk), width, dtype=torch.long)
-        mask = torch.zeros(len(chunk), width, dtype=torch.long)
-        for i, r in enumerate(chunk):
-            ids[i, :len(r["input_ids"])] = r["input_ids"]
-            mask[i, :len(r["input_ids"])] = 1
+        ids, mask = _pad_ids([r["input_ids"] for r in chunk])
         traj = model(ids.to(device), attention_mask=mask.to(device), use_cache=False).last_hidden_state.cpu()
         out.extend(traj[i, r["steps"] - 1] for i, r in enumerate(chunk))
     return out
@@ -300,12 +306,7 @@ def keystroke_fidelity(model, char_dataset, token_vectors: Optional[torch.Tensor
         order = sorted(range(len(prefixes)), key=lambda i: len(prefixes[i]))
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
-            width = max(len(prefixes[i]) for i in idx)
-            ids = torch.zeros(len(idx), width, dtype=torch.long)
-            mask = torch.zeros(len(idx), width, dtype=torch.long)
-            for j, i in enumerate(idx):
-                ids[j, :len(prefixes[i])] = torch.as_tensor(prefixes[i], dtype=torch.long)
-                mask[j, :len(prefixes[i])] = 1
+            ids, mask = _pad_ids([prefixes[i] for i in idx])
             student[idx] = model(ids, attention_mask=mask, use_cache=False).pooler_output.float()
     table = {"student": {"keystroke_cosine": float(scores.cosine_fidelity(student, target).mean())}}
     if token_vectors is not None:
