@@ -88,9 +88,14 @@ class Int8GRUStep:
     >>> emb, state = step(token_id, state)  # like model.step(torch.tensor([token_id]), state)
     """
 
+    @staticmethod
+    def supports(model: TF2RNNModel) -> bool:
+        """Whether the fused step covers this student (a one-layer GRU)."""
+        return model.config.cell_type == "gru" and model.config.num_hidden_layers == 1
+
     def __init__(self, model: TF2RNNModel):
         config = model.config
-        if config.cell_type != "gru" or config.num_hidden_layers != 1:
+        if not self.supports(model):
             raise ValueError(f"The fused step covers one-layer GRU students, not {config.num_hidden_layers} "
                              f"layer(s) of {config.cell_type!r}.")
         gru = model.cell.layers[0]

@@ -36,10 +36,10 @@ def quantize_int8(model: TF2RNNModel, inplace: bool = False, fused: bool = True)
     model = model if inplace else copy.deepcopy(model)
     model.eval()
     step = None
-    if fused and model.config.cell_type == "gru" and model.config.num_hidden_layers == 1 and model.dtype == torch.float32:
+    if fused and model.dtype == torch.float32:
         from .fused_step import Int8GRUStep, load_library
 
-        if load_library() is not None:
+        if Int8GRUStep.supports(model) and load_library() is not None:
             step = Int8GRUStep(model)  # from the fp32 weights, before the modules are replaced
     with warnings.catch_warnings():  # the eager API is deprecated in favour of torchao; it still ships
         warnings.simplefilter("ignore")
