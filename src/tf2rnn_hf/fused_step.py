@@ -9,8 +9,8 @@ calls it through ctypes.
 Used by `quantize_int8` for one-layer GRU students: the streaming encoders then step single streams
 here and batches through PyTorch's int8 modules. Needs a C compiler (`cc`, or `$CC`); without one the
 int8 model simply runs through PyTorch. Weights are int8 per output row, activations are quantised per
-call: after 36 steps of the release student the embedding is within 0.0034 of fp32 (cosine 0.9998), where
-PyTorch's dynamic int8 modules were within 0.0082.
+call: tests/test_fused_step.py holds a stream of it, after edits, to cosine >= 0.999 with the fp32 model
+run from scratch, and the kernel to 1e-4 of the same int8 arithmetic written in PyTorch.
 """
 
 import ctypes
