@@ -274,5 +274,24 @@ def test_passage_training_joins_texts_past_sentence_length(tmp_path):
     assert stats["texts"] < 64 / 2  # 64 sentences joined into passages of 30+ tokens
     assert stats["prefixes"] < stats["texts"] * 30  # --stride 4: a target every 4th prefix (plus first, last)
     half = main(_distill_args(tmp_path / "half", tmp_path / "cache", "--passage_tokens", "30", "--max_tokens",
-                              "48", "--passage_fraction", "0.5", "--use_cpu", "true", "--save_strategy", "no"))
-    assert 32 < half["trajectory_stats"]["texts"] < 64  # 32 sentences as they are, the other 32 joined
+                              "48", "--passage_fraction", "0.5", "--passage_stride", "4", "--use_cpu", "true",
+                              "--save_strategy", "no"))
+    counts = half["trajectory_stats"]
+    assert 32 < counts["texts"] < 64  # 32 sentences as they are, the other 32 joined
+    # The 32 sentences keep every prefix; the passages (half the tokens) a quarter of theirs.
+    every = main(_distill_args(tmp_path / "every", tmp_path / "cache", "--passage_tokens", "30", "--max_tokens",
+                               "48", "--passage_fraction", "0.5", "--trajectories_only", "true"))["trajectory_stats"]
+    assert every["texts"] == counts["texts"] and every["prefixes"] > counts["prefixes"] * 1.3
+
+
+def test_trajectories_only_fills_the_cache_that_training_then_reads(tmp_path):
+    from tf2rnn_hf.distill import main
+
+    first = main(_distill_args(tmp_path / "out", tmp_path / "cache", "--trajectories_only", "true"))
+    assert set(first) == {"timings", "trajectory_stats"} and not (tmp_path / "out" / "model.safetensors").exists()
+    shards = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("stats.json")}
+    assert shards
+    trained = main(_distill_args(tmp_path / "out", tmp_path / "cache"))
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("stats.json")} == shards  # none recomputed
+    assert trained["trajectory_stats"] == first["trajectory_stats"]

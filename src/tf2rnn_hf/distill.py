@@ -14,10 +14,11 @@ import json
 import logging
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
+import datasets
 import torch
 from transformers import HfArgumentParser, TrainingArguments, set_seed
 
@@ -82,6 +83,9 @@ class DataArguments:
                 "above it; --stride keeps their trajectories affordable): trains the state past sentence length."})
     passage_fraction: float = field(default=1.0, metadata={
         "help": "With --passage_tokens: the share of training texts joined into passages (the rest stay as they are)."})
+    passage_stride: Optional[int] = field(default=None, metadata={
+        "help": "With --passage_tokens: the passages' --stride (default: --stride), so sentences can keep a target "
+                "at every prefix while long passages, whose teacher calls cost most, get a sparser one."})
     teacher_bf16: bool = True
     token_budget: int = 4096
     shard_size: int = 2000
@@ -107,6 +111,9 @@ class DistillArguments:
     train_minutes: Optional[float] = field(default=None, metadata={
         "help": "Train for this long (wall clock); the loss schedule and learning rate follow the clock."})
     results_file: str = "results.json"
+    trajectories_only: bool = field(default=False, metadata={
+        "help": "Build the trajectory caches and stop: lets several processes compute them "
+                "(`accelerate launch ... --trajectories_only`) for a training run in one process."})
 
 
 def parse(argv):
@@ -159,6 +166,8 @@ def main(argv=None) -> dict:
                                  data_args.max_train_texts, data_args.cache_dir)["text"]
         eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
                                 data_args.text_column, data_args.max_eval_texts, data_args.cache_dir)["text"]
+    # (texts, settings) pairs whose trajectories make the training set: sentences, then any passages.
+    parts = [(list(train_texts), settings)]
     if data_args.passage_tokens:
         if data_args.passage_tokens >= data_args.max_tokens:
             raise ValueError(f"--passage_tokens {data_args.passage_tokens} needs --max_tokens above it "
@@ -166,9 +175,12 @@ def main(argv=None) -> dict:
         if not 0 < data_args.passage_fraction <= 1:
             raise ValueError(f"--passage_fraction must be in (0, 1], got {data_args.passage_fraction}.")
         k = round(len(train_texts) * data_args.passage_fraction)
-        train_texts = passages(train_texts[:k], teacher.tokenizer, min_tokens=data_args.passage_tokens,
-                               count=None) + list(train_texts[k:])
-    train_ds = trajectories.build(train_texts, teacher, settings, data_args.cache_dir)
+        joined = passages(train_texts[:k], teacher.tokenizer, min_tokens=data_args.passage_tokens, count=None)
+        parts = [(list(train_texts[k:]), settings),
+                 (joined, replace(settings, stride=data_args.passage_stride or settings.stride))]
+    parts = [(texts, part_settings) for texts, part_settings in parts if texts]
+    train_ds = datasets.concatenate_datasets(
+        [trajectories.build(texts, teacher, part_settings, data_args.cache_dir) for texts, part_settings in parts])
     # Held-out fidelity: token trajectories for a token student (whatever it trained on), keystrokes for bytes.
     eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1,
                                                        "granularity": "char" if byte_student else "token"})
@@ -176,6 +188,12 @@ def main(argv=None) -> dict:
     if byte_student:
         train_ds, eval_ds = trajectories.byte_rows(train_ds), trajectories.byte_rows(eval_ds)
     timings["trajectories_s"] = time.perf_counter() - t0
+    trajectory_stats = trajectories.stats(*(trajectories.cache_path(teacher, texts, part_settings,
+                                                                    data_args.cache_dir)
+                                            for texts, part_settings in parts))
+    if distill_args.trajectories_only:
+        logger.info("Trajectories cached (%s); --trajectories_only: stopping before training.", trajectory_stats)
+        return {"timings": timings, "trajectory_stats": trajectory_stats}
 
     schedule = LossSchedule(distill_args.transition_until, distill_args.anneal, distill_args.restart_prob,
                             distill_args.similarity_weight, distill_args.keystroke_weight)
@@ -220,8 +238,7 @@ def main(argv=None) -> dict:
         table = fidelity_table(trainer.accelerator.unwrap_model(trainer.model), eval_ds, teacher,
                                baselines=not byte_student)
         timings["evaluate_s"] = time.perf_counter() - t2
-        results.update({"fidelity": table, "trajectory_stats": trajectories.stats(
-            trajectories.cache_path(teacher, train_texts, settings, data_args.cache_dir)),
+        results.update({"fidelity": table, "trajectory_stats": trajectory_stats,
             "args": {"model": asdict(model_args), "data": asdict(data_args), "distill": asdict(distill_args)}})
         Path(training_args.output_dir).mkdir(parents=True, exist_ok=True)
         (Path(training_args.output_dir) / distill_args.results_file).write_text(json.dumps(results, indent=1))

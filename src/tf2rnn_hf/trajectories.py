@@ -232,10 +232,10 @@ def load(run: Union[str, Path]) -> datasets.Dataset:
     return datasets.concatenate_datasets([datasets.load_from_disk(str(d)) for d in _shard_dirs(run)])
 
 
-def stats(run: Union[str, Path]) -> Dict[str, float]:
-    """Summed per-shard counts (texts, prefixes, teacher calls, seconds, ...) of a run."""
+def stats(*runs: Union[str, Path]) -> Dict[str, float]:
+    """Summed per-shard counts (texts, prefixes, teacher calls, seconds, ...) of one or more runs."""
     total: Dict[str, float] = {}
-    for folder in _shard_dirs(run):
+    for folder in (d for run in runs for d in _shard_dirs(run)):
         for key, value in json.loads((folder / "stats.json").read_text()).items():
             total[key] = total.get(key, 0) + value
     return total
