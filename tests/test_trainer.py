@@ -108,7 +108,9 @@ def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
     trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0], eval_dataset=data[1],
                                   data_collator=TrajectoryCollator(tok.pad_token_id),
                                   schedule=LossSchedule(transition_until=0.25, anneal=0.25, restart_prob=0.2,
-                                                        similarity_weight=0.5))
+                                                        similarity_weight=0.5, neighbour_weight=0.5),
+                                  neighbour_bank=20)
+    assert trainer.neighbour.bank.shape == (20, 384)
     before = trainer.evaluate()
     trainer.train()
     after = trainer.evaluate()
@@ -117,6 +119,38 @@ def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
     assert {"eval_prefix_cosine", "eval_neighbour_agreement@10"} <= set(after)
     logged = [h for h in trainer.state.log_history if "loss_transition" in h or "loss_rollout" in h]
     assert any("loss_transition" in h for h in logged) and any("loss_rollout" in h for h in logged)
+    assert any("loss_neighbour" in h for h in logged)
+
+
+def test_neighbour_loss_teaches_the_teachers_neighbours(data):
+    from tf2rnn_hf.scores import neighbour_agreement
+    from tf2rnn_hf.trainer import NeighbourLoss, teacher_bank
+
+    bank = teacher_bank(data[0], size=1000, seed=0)
+    finals = torch.stack([torch.tensor(t[-1]) for t in data[0]["trajectory"]])
+    assert len(bank) == len(finals) and torch.allclose(bank.norm(dim=-1), torch.ones(len(bank)))
+    assert {tuple(r.tolist()) for r in bank.round(decimals=4)} == {tuple(r.tolist()) for r in
+                                                                  torch.nn.functional.normalize(finals, dim=-1)
+                                                                  .round(decimals=4)}
+    # Clustered "teacher" embeddings, a noisy "student": the loss is zero only at the teacher, finite
+    # with each text's own entry in the bank, and descending it recovers the teacher's neighbours.
+    g = torch.Generator().manual_seed(0)
+    centres = torch.nn.functional.normalize(torch.randn(20, 32, generator=g), dim=-1)
+    teacher_emb = torch.nn.functional.normalize(centres.repeat(10, 1) + 0.3 * torch.randn(200, 32, generator=g), dim=-1)
+    loss = NeighbourLoss(teacher_emb, temperature=0.05)
+    assert float(loss(teacher_emb, teacher_emb)) < 1e-5
+    student = (teacher_emb + 0.5 * torch.randn(200, 32, generator=g)).requires_grad_()
+    before = neighbour_agreement(student.detach(), teacher_emb)
+    opt = torch.optim.Adam([student], lr=1e-2)
+    for _ in range(100):
+        opt.zero_grad()
+        value = loss(student, teacher_emb)
+        value.backward()
+        assert torch.isfinite(student.grad).all()
+        opt.step()
+    assert neighbour_agreement(student.detach(), teacher_emb) > before + 0.2
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        NeighbourLoss(teacher_emb, temperature=0)
 
 
 @pytest.fixture(scope="module")

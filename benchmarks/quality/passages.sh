@@ -8,11 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BASE=${BASE:-outputs/tf2rnn-minilm}
-common=(--init_from "$BASE" --max_train_texts "${TRAIN_TEXTS:-20000}" --max_eval_texts 1000
-        --per_device_train_batch_size 32 --learning_rate 5e-4 --warmup_steps 0.05
-        --train_minutes "${TRAIN_MINUTES:-10}" --report_to none --logging_steps 50 --save_strategy no
-        --disable_tqdm true --dataloader_num_workers 0)
 source benchmarks/quality/common.sh
+finetune_common
 # The two fine-tunes run side by side, one core each.
 run_one passages control &
 run_one passages joined --passage_tokens 100 --max_tokens 128 --stride 4 &

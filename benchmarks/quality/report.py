@@ -137,6 +137,21 @@ def main():
                                       "CPU-minutes on 20k sentences as they are (control), joined into 100+-token "
                                       "passages (joined), or half of them joined (mixed); held-out sentences, and "
                                       "held-out passages (long_*)"))
+    rows = {}
+    for name in ("base", "control", "w0.2", "w1"):
+        r = load(f"neighbour-eval-{name}")
+        if r:
+            s_ = r["suites"]
+            f = s_["fidelity"]["student"]
+            rows[name] = {**{k: f[k] for k in ("final_cosine", "prefix_cosine", "neighbour_agreement@10")},
+                          "bible_recall@1": s_["bible"]["student"]["recall@1"],
+                          "wordnet_recall@1": s_["wordnet"]["student"]["recall@1"],
+                          "lee_pearson": s_["lee"]["student"]["pearson"]}
+    if rows:
+        out.append(format_table(rows, "Neighbour structure (neighbour.sh): the release student fine-tuned 10 "
+                                      "CPU-minutes on 20k sentences with the rollout loss alone (control) or plus "
+                                      "the neighbour loss at weight 0.2 / 1 (bank of 8,192 teacher embeddings, "
+                                      "temperature 0.05)"))
     out.append(scale_table())
     release = load("release")
     if release:

@@ -102,6 +102,11 @@ class DistillArguments:
     anneal: float = field(default=0.0, metadata={"help": "Fraction over which transition anneals into rollout."})
     restart_prob: float = field(default=0.0, metadata={"help": "Scheduled sampling: teacher restarts per step."})
     similarity_weight: float = field(default=0.0, metadata={"help": "Weight of the in-batch similarity loss."})
+    neighbour_weight: float = field(default=0.0, metadata={
+        "help": "Weight of the neighbour loss: the student's similarities to a bank of teacher embeddings of "
+                "training texts, matched to the teacher's (softmax KL)."})
+    neighbour_bank: int = field(default=8192, metadata={"help": "Training texts in the neighbour loss's bank."})
+    neighbour_temperature: float = 0.05
     keystroke_weight: float = field(default=0.0, metadata={
         "help": "Weight of the streaming-path loss on keystrokes inside a word (needs --granularity char)."})
     partials_per_text: int = field(default=4, metadata={"help": "Keystrokes inside a word sampled per text."})
@@ -196,7 +201,8 @@ def main(argv=None) -> dict:
         return {"timings": timings, "trajectory_stats": trajectory_stats}
 
     schedule = LossSchedule(distill_args.transition_until, distill_args.anneal, distill_args.restart_prob,
-                            distill_args.similarity_weight, distill_args.keystroke_weight)
+                            distill_args.similarity_weight, distill_args.keystroke_weight,
+                            distill_args.neighbour_weight)
     if model_args.init_from:
         model = TF2RNNModel.from_pretrained(model_args.init_from)
         from transformers import AutoTokenizer
@@ -226,7 +232,8 @@ def main(argv=None) -> dict:
     trainer = DistillationTrainer(
         model=model, args=training_args, train_dataset=train_ds, eval_dataset=eval_ds, data_collator=collator,
         processing_class=tokenizer, schedule=schedule, metric=distill_args.loss_metric,
-        final_weight=distill_args.final_weight, tbptt=distill_args.tbptt, time_budget=budget)
+        final_weight=distill_args.final_weight, tbptt=distill_args.tbptt, time_budget=budget,
+        neighbour_bank=distill_args.neighbour_bank, neighbour_temperature=distill_args.neighbour_temperature)
     t1 = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     timings["train_s"] = time.perf_counter() - t1

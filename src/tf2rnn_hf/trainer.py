@@ -181,6 +181,40 @@ class SimilarityLoss(nn.Module):
         return (s - t)[off].pow(2).mean() if off.any() else s.sum() * 0
 
 
+def teacher_bank(dataset, size: int, seed: int = 0) -> torch.Tensor:
+    """The teacher's final embeddings of up to `size` training rows picked at random ([size, D]): the
+    fixed reference set `NeighbourLoss` ranks against (read once; the trajectories already hold them)."""
+    pick = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed))[:size].tolist()
+    rows = dataset.select(pick)
+    return F.normalize(torch.tensor([t[-1] for t in rows["trajectory"]], dtype=torch.float32), dim=-1)
+
+
+class NeighbourLoss(nn.Module):
+    """Relational distillation against a fixed bank of teacher embeddings: the KL divergence from the
+    teacher's softmax over its similarities to the bank (temperature `temperature`) to the student's.
+    In-batch texts are rarely near each other; a bank of thousands gives every text real neighbours, and
+    the low temperature puts the weight on the nearest, which is what neighbour agreement@10 counts."""
+
+    def __init__(self, bank: torch.Tensor, temperature: float = 0.05):
+        super().__init__()
+        if temperature <= 0:
+            raise ValueError(f"The neighbour loss's temperature must be positive, got {temperature}.")
+        self.register_buffer("bank", bank, persistent=False)
+        self.temperature = temperature
+
+    def forward(self, student_final: torch.Tensor, teacher_final: torch.Tensor) -> torch.Tensor:
+        bank = self.bank.to(student_final.device)
+        t = F.normalize(teacher_final, dim=-1) @ bank.T
+        s = F.normalize(student_final, dim=-1) @ bank.T
+        # A text's own bank entry (if drawn) says nothing about its neighbours.
+        # (A finite fill: -inf would make 0 * (-inf - -inf) = nan in the KL.)
+        own = t > 0.9999
+        t, s = t.masked_fill(own, -1e4), s.masked_fill(own, -1e4)
+        target = F.log_softmax(t / self.temperature, dim=-1)
+        pred = F.log_softmax(s / self.temperature, dim=-1)
+        return (target.exp() * (target - pred)).sum(-1).mean()
+
+
 @dataclasses.dataclass
 class LossSchedule:
     """Weights of the losses over training progress p in [0, 1]: transition alone until
@@ -192,6 +226,7 @@ class LossSchedule:
     restart_prob: float = 0.0
     similarity_weight: float = 0.0
     keystroke_weight: float = 0.0  # the streaming-path loss (needs character-level trajectories)
+    neighbour_weight: float = 0.0  # `NeighbourLoss` on final embeddings, next to rollout
 
     def transition_weight(self, progress: float) -> float:
         if progress < self.transition_until:
@@ -216,7 +251,7 @@ class DistillationTrainer(Trainer):
 
     def __init__(self, *args, schedule: Optional[LossSchedule] = None, metric: str = "cosine",
                  final_weight: float = 1.0, tbptt: Optional[int] = None, time_budget: Optional[float] = None,
-                 **kwargs):
+                 neighbour_bank: int = 8192, neighbour_temperature: float = 0.05, **kwargs):
         if metric not in METRICS:
             raise ValueError(f"Unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
         super().__init__(*args, **kwargs)
@@ -232,6 +267,12 @@ class DistillationTrainer(Trainer):
         self.rollout = RolloutLoss(metric, final_weight, tbptt)
         self.similarity = SimilarityLoss()
         self.keystroke = KeystrokeLoss(metric)
+        self.neighbour = None
+        if self.schedule.neighbour_weight > 0:
+            if self.train_dataset is None:
+                raise ValueError("The neighbour loss draws its bank from the training set: pass train_dataset.")
+            self.neighbour = NeighbourLoss(teacher_bank(self.train_dataset, neighbour_bank, self.args.seed),
+                                           neighbour_temperature)
         if self.schedule.uses_transition and getattr(self.model.config, "state_lift", False) is not True:
             raise ValueError("The schedule uses the transition loss or restarts: build the student with "
                              "state_lift=True (gru/lstm cells).")
@@ -280,12 +321,17 @@ class DistillationTrainer(Trainer):
             restart = self.schedule.restart(p) if model.training else 0.0
             terms["rollout"], preds = self.rollout(model, inputs, restart)
             loss = loss + (1 - w_tr) * terms["rollout"]
-            if self.schedule.similarity_weight > 0:
+            if self.schedule.similarity_weight > 0 or self.neighbour is not None:
                 mask, tmask = inputs["attention_mask"], inputs["target_mask"]
                 last, rows = _last_positions(mask), torch.arange(len(mask), device=mask.device)
+                student_final, teacher_final = preds[rows, last], inputs["targets"][rows, last]
                 if len(mask) > 1 and bool((tmask[rows, last] > 0).all()):
-                    terms["similarity"] = self.similarity(preds[rows, last], inputs["targets"][rows, last])
-                    loss = loss + self.schedule.similarity_weight * (1 - w_tr) * terms["similarity"]
+                    if self.schedule.similarity_weight > 0:
+                        terms["similarity"] = self.similarity(student_final, teacher_final)
+                        loss = loss + self.schedule.similarity_weight * (1 - w_tr) * terms["similarity"]
+                    if self.neighbour is not None:
+                        terms["neighbour"] = self.neighbour(student_final, teacher_final)
+                        loss = loss + self.schedule.neighbour_weight * (1 - w_tr) * terms["neighbour"]
         if self.schedule.keystroke_weight > 0 and len(inputs.get("keystroke_ids", ())):
             terms["keystroke"] = self.keystroke(model, inputs)
             loss = loss + self.schedule.keystroke_weight * terms["keystroke"]
