@@ -185,8 +185,8 @@ def teacher_bank(dataset, size: int, seed: int = 0) -> torch.Tensor:
     """The teacher's final embeddings of up to `size` training rows picked at random ([size, D]): the
     fixed reference set `NeighbourLoss` ranks against (read once; the trajectories already hold them)."""
     pick = torch.randperm(len(dataset), generator=torch.Generator().manual_seed(seed))[:size].tolist()
-    rows = dataset.select(pick)
-    return F.normalize(torch.tensor([t[-1] for t in rows["trajectory"]], dtype=torch.float32), dim=-1)
+    rows = dataset.select(pick).with_format("numpy", columns=["trajectory"])  # numpy: not millions of floats
+    return F.normalize(torch.stack([torch.as_tensor(r["trajectory"][-1], dtype=torch.float32) for r in rows]), dim=-1)
 
 
 class NeighbourLoss(nn.Module):
