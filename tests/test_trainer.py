@@ -122,6 +122,25 @@ def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
     assert any("loss_neighbour" in h for h in logged)
 
 
+def test_group_by_length_batches_like_lengths_without_decoding_rows(teacher, data, tmp_path):
+    import datasets
+
+    model, tok = _student(teacher)
+    rows = datasets.concatenate_datasets([data[0]] * 4)  # enough rows for the sampler's 50-batch groups
+    padded = {}
+    for strategy in ("random", "group_by_length"):
+        args = TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, remove_unused_columns=False,
+                                 per_device_train_batch_size=2, train_sampling_strategy=strategy, seed=0)
+        trainer = DistillationTrainer(model=model, args=args, train_dataset=rows,
+                                      data_collator=TrajectoryCollator(tok.pad_token_id))
+        if strategy == "group_by_length":  # the Trainer reads this column instead of every row
+            assert list(trainer.train_dataset["length"]) == [len(ids) for ids in rows["input_ids"]]
+        batches = list(trainer.get_train_dataloader())
+        assert sum(len(b["input_ids"]) for b in batches) == len(rows)
+        padded[strategy] = sum(int((1 - b["attention_mask"]).sum()) for b in batches)
+    assert padded["group_by_length"] < padded["random"] / 2
+
+
 def test_neighbour_loss_teaches_the_teachers_neighbours(data):
     from tf2rnn_hf.scores import neighbour_agreement
     from tf2rnn_hf.trainer import NeighbourLoss, teacher_bank

@@ -125,11 +125,12 @@ def main():
         out.append(format_table(rows, "Byte vs token students (byte.sh): GRU-768, 20k sentences, 10 CPU-minutes "
                                       "(one core) each, rollout"))
     rows = {}
-    for name in ("base", "control", "joined", "mixed"):
-        r = load(f"passages-eval-{name}")
+    for name in ("base", "control", "joined", "mixed", "mix-random", "mix-grouped"):
+        r, d = load(f"passages-eval-{name}"), load(f"passages-{name}")
         if r:
             f, g = r["suites"]["fidelity"]["student"], r["suites"]["long"]["student"]
-            rows[name] = {"final_cosine": f["final_cosine"], "neighbour_agreement@10": f["neighbour_agreement@10"],
+            rows[name] = {"samples/s": d["train"]["train_samples_per_second"] if d else float("nan"),
+                          "final_cosine": f["final_cosine"], "neighbour_agreement@10": f["neighbour_agreement@10"],
                           "long_final_cosine": g["final_cosine"], **{f"long_{k}": g[k] for k in
                                                                      ("drift_9-16", "drift_33-64", "drift_65-128")}}
     if rows:

@@ -254,6 +254,13 @@ class DistillationTrainer(Trainer):
                  neighbour_bank: int = 8192, neighbour_temperature: float = 0.05, **kwargs):
         if metric not in METRICS:
             raise ValueError(f"Unknown metric {metric!r}; choose one of {', '.join(METRICS)}.")
+        args_, data = kwargs.get("args"), kwargs.get("train_dataset")
+        if (args_ is not None and args_.train_sampling_strategy == "group_by_length" and hasattr(data, "add_column")
+                and args_.length_column_name not in data.column_names):
+            # Batches of like lengths (sentences apart from passages) pad less. Without a length column the
+            # Trainer would decode every row, trajectories included, to learn its length.
+            kwargs["train_dataset"] = data.add_column(args_.length_column_name,
+                                                      [len(ids) for ids in data["input_ids"]])
         super().__init__(*args, **kwargs)
         # With a time budget (seconds), progress is elapsed time: the loss schedule and the learning-rate
         # decay follow the clock and training stops when it runs out, so runs compare at equal CPU time.
