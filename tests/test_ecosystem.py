@@ -85,6 +85,11 @@ def test_cli_card_from_saved_results(saved, tmp_path):
     assert text.index("## Results") < text.index("### Cell comparison") < text.index("## Training data")
     metrics = card_metadata(folder / "README.md")["model-index"][0]["results"][0]["metrics"]
     assert {m["value"] for m in metrics} == {0.61, 0.52}
+    assert "length (64 tokens)" in text  # no distill results: the default
+    # The training length a card states is the one the student's distillation used (its results.json).
+    (folder / "results.json").write_text(json.dumps({"args": {"data": {"max_tokens": 128}}}))
+    assert _cli("card", str(folder), "org/tf2rnn-test", "--results", str(results)).returncode == 0
+    assert "length (128 tokens)" in (folder / "README.md").read_text()
     run = _cli("card", str(folder), "org/x", "--results", str(tmp_path / "missing.json"))
     assert run.returncode != 0 and b"no results at" in run.stderr
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The release recipe for tf2rnn-minilm, as one job on 2 CPU cores: corpus and teacher trajectories split over
-# two processes (one core each), then TRAIN_MINUTES of training in ONE process with both cores (on two cores
-# it outran DDP: results/ddp.json), then the full evaluation suite and the model card (with the cell
-# comparison). Half the training sentences are joined into 100+-token passages (a target every 4th prefix)
-# so the state holds past sentence length (results/passages-*.json); the other half keep every prefix.
-# Pass a fresh --cache_dir in EXTRA to time it from nothing.
-#   NAME (default tf2rnn-minilm)  TRAIN_TEXTS (default 200000)  TRAIN_MINUTES (default 45)
-#   PASSAGES: the passage options (default as above; PASSAGES="" trains on sentences only)
-#   TRAJ_LAUNCH: how the trajectory step starts (default: accelerate, 2 CPU processes; TRAJ_LAUNCH=$PY for one)
+# The release recipes, each as one job on 2 CPU cores: corpus and teacher trajectories split over two
+# processes (one core each), TRAIN_MINUTES of training, then the full evaluation suite and the model card
+# (with the cell comparison). Pass a fresh --cache_dir in EXTRA to time it from nothing.
+#   tf2rnn-minilm (the default NAME): 200,000 sentences, every prefix; DDP training on two processes.
+#   tf2rnn-minilm-long: half the sentences joined into 100+-token passages (a target every 4th prefix), so
+#     the state holds past sentence length (results/passages-*.json); training in ONE process with both
+#     cores (on two cores it outran DDP: results/ddp.json).
+# Variables (defaults follow NAME):
+#   TRAIN_TEXTS (200000)  TRAIN_MINUTES (45)  PASSAGES (passage options; "" = sentences only)
+#   DDP (1: two training processes, batch 32 each; 0: one process, batch 64, THREADS threads, default 2)
 #   EXTRA: more distill options for both steps (later options win, e.g. EXTRA="--hidden_size 384")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,17 +17,24 @@ NAME=${NAME:-tf2rnn-minilm}
 OUT=${OUT:-outputs/$NAME}
 RESULT=benchmarks/quality/results/release.json
 [ "$NAME" = tf2rnn-minilm ] || RESULT=benchmarks/quality/results/release-$NAME.json
+case "$NAME" in
+  *-long) PASSAGES=${PASSAGES---passage_tokens 100 --passage_fraction 0.5 --passage_stride 4 --max_tokens 128}
+          DDP=${DDP:-0} ;;
+  *) PASSAGES=${PASSAGES-}; DDP=${DDP:-1} ;;
+esac
 start=$(date +%s)
-TRAJ_LAUNCH=${TRAJ_LAUNCH:-$PY -m accelerate.commands.launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no --dynamo_backend no}
-PASSAGES=${PASSAGES---passage_tokens 100 --passage_fraction 0.5 --passage_stride 4 --max_tokens 128}
+LAUNCH2="$PY -m accelerate.commands.launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no --dynamo_backend no"
 # Data options: the same in both steps, so training finds every trajectory the first step cached.
 data=(--max_train_texts "${TRAIN_TEXTS:-200000}" --max_eval_texts 1000 $PASSAGES ${EXTRA:-})
-OMP_NUM_THREADS=1 $TRAJ_LAUNCH examples/distill.py "${data[@]}" --trajectories_only true --report_to none \
+OMP_NUM_THREADS=1 $LAUNCH2 examples/distill.py "${data[@]}" --trajectories_only true --report_to none \
   --disable_tqdm true --output_dir "$OUT"
 cached=$(date +%s)
-OMP_NUM_THREADS=2 $PY examples/distill.py --hidden_size 768 --per_device_train_batch_size 64 --learning_rate 2e-3 \
-  --warmup_steps 0.03 --train_minutes "${TRAIN_MINUTES:-45}" --transition_until 0.3 --anneal 0.2 \
-  --report_to none --logging_steps 100 --save_strategy no --disable_tqdm true --output_dir "$OUT" "${data[@]}"
+if [ "$DDP" = 1 ]; then train=($LAUNCH2); threads=1; batch=32  # the global batch stays 64
+else train=($PY); threads=${THREADS:-2}; batch=64; fi
+OMP_NUM_THREADS=$threads "${train[@]}" examples/distill.py --hidden_size 768 --per_device_train_batch_size $batch \
+  --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "${TRAIN_MINUTES:-45}" --transition_until 0.3 \
+  --anneal 0.2 --report_to none --logging_steps 100 --save_strategy no --disable_tqdm true --output_dir "$OUT" \
+  "${data[@]}"
 trained=$(date +%s)
 $PY benchmarks/quality/report.py --cells > "$OUT/cells.md"
 $PY -m tf2rnn_hf.cli evaluate "$OUT" --card "tf2rnn/$NAME" --card-extra "$OUT/cells.md" --output "$OUT/eval"

@@ -1,6 +1,7 @@
 """Model cards rendered from `model_cards/template.md` with huggingface_hub's metadata, carrying the
 evaluation results (a `model-index`) when there are any."""
 
+import json
 from pathlib import Path
 from typing import Dict, List, Optional, Union
 
@@ -63,12 +64,21 @@ def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf
         extra_markdown=(extra_markdown or "").strip())
 
 
+def _training_length(path: Union[str, Path], default: int = 64) -> int:
+    """The longest trajectory (tokens) the student in `path` trained on, from the results.json its
+    distillation wrote there; `default` (distill's) when there is none."""
+    try:
+        return int(json.loads((Path(path) / "results.json").read_text())["args"]["data"]["max_tokens"])
+    except (OSError, KeyError, TypeError, ValueError):
+        return default
+
+
 def write_model_card(path: Union[str, Path], config, results: Optional[dict] = None,
                      repo_id: Optional[str] = None, state_bytes: Optional[int] = None,
                      extra_markdown: Optional[str] = None) -> Path:
     """Render and save README.md in a model folder."""
     card = render_model_card(config, results, repo_id or f"tf2rnn/{Path(path).name}", state_bytes,
-                             extra_markdown=extra_markdown)
+                             max_tokens=_training_length(path), extra_markdown=extra_markdown)
     target = Path(path) / "README.md"
     card.save(str(target))
     return target
