@@ -210,9 +210,8 @@ class NeighbourLoss(nn.Module):
         # (A finite fill: -inf would make 0 * (-inf - -inf) = nan in the KL.)
         own = t > 0.9999
         t, s = t.masked_fill(own, -1e4), s.masked_fill(own, -1e4)
-        target = F.log_softmax(t / self.temperature, dim=-1)
-        pred = F.log_softmax(s / self.temperature, dim=-1)
-        return (target.exp() * (target - pred)).sum(-1).mean()
+        return F.kl_div(F.log_softmax(s / self.temperature, dim=-1), F.log_softmax(t / self.temperature, dim=-1),
+                        reduction="batchmean", log_target=True)
 
 
 @dataclasses.dataclass
