@@ -7,8 +7,9 @@ setup: .venv/.installed
 .venv/.installed: pyproject.toml constraints.txt scripts/setup.sh
 	bash scripts/setup.sh
 
-# The tests (what .ci/run calls).
+# The tests (what .ci/run calls): the linter, then the suite.
 test: setup
+	.venv/bin/ruff check src tests examples benchmarks
 	$(PY) -m pytest -q
 
 # The main job: distil the default student from the built-in teacher and text, evaluate, print results.

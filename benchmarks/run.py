@@ -22,9 +22,9 @@ from pathlib import Path
 import torch
 
 from tf2rnn_hf import TF2RNNConfig, TF2RNNModel
-from tf2rnn_hf.quantization import quantize_int8
-from tf2rnn_hf.streaming import BatchStreamingEncoder, StreamingEncoder
-from tf2rnn_hf.teacher import Teacher
+from tf2rnn_hf.data.teacher import Teacher
+from tf2rnn_hf.inference.quantization import quantize_int8
+from tf2rnn_hf.inference.streaming import BatchStreamingEncoder, StreamingEncoder
 
 OUT = Path(__file__).parent / "results"
 WORDS = ("the quick brown fox jumps over a lazy dog while streams of text arrive one keystroke at a time "
@@ -145,12 +145,13 @@ def bench_streams(models, tokenizer, teacher, counts, prefix_tokens=64):
 def bench_bulk(models, tokenizer, teacher, texts):
     """Finished sentences, final embeddings only, batch 64: sentences/s, and each student's mean cosine
     to the teacher on these (held-out) texts, which prices int8 in fidelity."""
-    from tf2rnn_hf.evaluation import static_encoder, student_encoder, teacher_encoder
+    from tf2rnn_hf.evaluation.baselines import StaticEmbedding
+    from tf2rnn_hf.evaluation.suites import student_encoder, teacher_encoder
 
-    vectors = torch.nn.functional.normalize(teacher.model.get_input_embeddings().weight.detach(), dim=-1)
+    static = StaticEmbedding(teacher.token_vectors(progress=False))  # the one static baseline, as everywhere
     systems = {f"student ({name})": student_encoder(model, tokenizer, batch_size=64) for name, model in models.items()}
     systems.update({"teacher (bf16)": None, "teacher (fp32)": teacher_encoder(teacher),
-                    "static mean": static_encoder(teacher, vectors)})
+                    "static mean": static.encoder(teacher.tokenizer, teacher.max_length)})
     speed, vectors_out = {}, {}
     for name, encode in systems.items():
         if encode is None:
@@ -256,8 +257,9 @@ def bench_distill(model, teacher, texts, steps: int = 8):
     a recipe follows from these two rates (tokens per text and epochs set the rest)."""
     import copy
 
-    from tf2rnn_hf import trajectories
-    from tf2rnn_hf.trainer import RolloutLoss, TrajectoryCollator
+    from tf2rnn_hf.data import trajectories
+    from tf2rnn_hf.distill import TrajectoryCollator
+    from tf2rnn_hf.distill.losses import RolloutLoss
 
     settings = trajectories.TrajectorySettings(bf16=True)
     start = time.perf_counter()
@@ -350,7 +352,9 @@ def main():
 
         model, tokenizer = TF2RNNModel.from_pretrained(args.model).eval(), AutoTokenizer.from_pretrained(args.model)
     else:
-        model, tokenizer = TF2RNNModel.from_teacher(teacher, token_init="random")
+        from tf2rnn_hf.distill import build_student
+
+        model, tokenizer = build_student(teacher, token_init="random")
         model.eval()
     repeat = 10 if args.quick else 60
     results = {"machine": {"python": sys.version.split()[0], "torch": torch.__version__, "cpus": os.cpu_count(),
@@ -362,10 +366,10 @@ def main():
     # int8: what `quantize_int8` gives (single-stream keystrokes in the fused native step where it builds);
     # int8_modules: PyTorch's int8 modules alone, the path before the fused step and its fallback.
     models = {"fp32": model, "int8": quantize_int8(model), "int8_modules": quantize_int8(model, fused=False)}
-    results["machine"]["fused_step"] = models["int8"].fused_step is not None
+    results["machine"]["fused_step"] = models["int8"].step_kernel is not None
     results["keystroke"] = bench_keystrokes(models, tokenizer, teacher, (16, 64, 128, 256), repeat)
     results["streams"] = bench_streams(models, tokenizer, teacher, (1, 64) if args.quick else (1, 64, 1024))
-    from tf2rnn_hf.corpus import load_texts
+    from tf2rnn_hf.data.corpus import load_texts
 
     try:
         texts = load_texts("offline", "heldout", limit=256 if args.quick else 2048)["text"]

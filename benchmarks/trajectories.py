@@ -14,9 +14,9 @@ from pathlib import Path
 
 import torch
 
-from tf2rnn_hf import trajectories as T
-from tf2rnn_hf.corpus import load_texts
-from tf2rnn_hf.teacher import Teacher
+from tf2rnn_hf.data import trajectories as T
+from tf2rnn_hf.data.corpus import load_texts
+from tf2rnn_hf.data.teacher import Teacher
 
 
 def main():

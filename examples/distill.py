@@ -8,7 +8,7 @@
 Every option: `python examples/distill.py --help` (model, data, distillation and TrainingArguments).
 """
 
-from tf2rnn_hf.distill import main
+from tf2rnn_hf.distill.recipe import main
 
 if __name__ == "__main__":
     main()

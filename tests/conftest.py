@@ -37,6 +37,6 @@ def cell_type(request):
 
 @pytest.fixture(scope="session")
 def teacher():
-    from tf2rnn_hf.teacher import Teacher
+    from tf2rnn_hf.data.teacher import Teacher
 
     return Teacher("built-in")

@@ -11,8 +11,8 @@ common=(--max_train_texts "${TRAIN_TEXTS:-20000}" --max_eval_texts 1000 --hidden
         --train_minutes "${TRAIN_MINUTES:-10}" --report_to none --logging_steps 50 --save_strategy no
         --disable_tqdm true --dataloader_num_workers 0)
 source benchmarks/quality/common.sh
-run_one byte bytes --student_granularity byte
-run_one byte tokens --student_granularity token
+run_one byte bytes --granularity byte
+run_one byte tokens --granularity token
 for name in bytes tokens; do
   [ -f "$OUT/byte-eval-$name.json" ] && continue
   OMP_NUM_THREADS=1 $PY -m tf2rnn_hf.cli evaluate "outputs/byte-$name" --suites fidelity,keystroke,bible \

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BASE=${BASE:-outputs/tf2rnn-minilm}
-common=(--init_from "$BASE" --granularity char --max_train_texts "${TRAIN_TEXTS:-4000}" --max_eval_texts 1000
+common=(--init_from "$BASE" --prefix_unit char --max_train_texts "${TRAIN_TEXTS:-4000}" --max_eval_texts 1000
         --per_device_train_batch_size 64 --learning_rate 3e-4 --warmup_steps 0.05
         --train_minutes "${TRAIN_MINUTES:-8}" --report_to none --logging_steps 50 --save_strategy no
         --disable_tqdm true --dataloader_num_workers 0)

@@ -21,4 +21,4 @@ evaluate() {  # name model
 }
 evaluate base "$BASE" & evaluate control outputs/passages-control & wait
 evaluate w0.2 outputs/neighbour-w0.2 & evaluate w1 outputs/neighbour-w1 & wait
-$PY benchmarks/quality/report.py > benchmarks/quality/RESULTS.md && sed -n '/Neighbour structure/,/^### Quality/p' benchmarks/quality/RESULTS.md
+$PY benchmarks/quality/report.py > docs/results.md && sed -n '/Neighbour structure/,/^### Quality/p' docs/results.md

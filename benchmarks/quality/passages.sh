@@ -31,4 +31,4 @@ for name in base control joined mixed mix-random mix-grouped; do
 done
 wait
 for name in base control joined mixed mix-random mix-grouped; do cp "outputs/passages-eval-$name/results.json" "$OUT/passages-eval-$name.json"; done
-$PY benchmarks/quality/report.py > benchmarks/quality/RESULTS.md && sed -n '/Drift past sentence length/,/^### Quality/p' benchmarks/quality/RESULTS.md
+$PY benchmarks/quality/report.py > docs/results.md && sed -n '/Drift past sentence length/,/^### Quality/p' docs/results.md

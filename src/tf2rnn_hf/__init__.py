@@ -1,13 +1,13 @@
 """tf2rnn_hf: distil transformer sentence encoders into recurrent encoders that update in O(1) per step.
 
 Importing the package registers the model with `AutoConfig`/`AutoModel`, so checkpoints load without
-`trust_remote_code`.
+`trust_remote_code`. The subpackages are the stages, each importing only from those before it:
+`models` -> `inference` -> `data` -> `evaluation` -> `hub` -> `distill` -> `cli`.
 """
 
 from transformers import AutoConfig, AutoModel
 
-from .configuration_tf2rnn import CELL_TYPES, TF2RNNConfig
-from .modeling_tf2rnn import TF2RNNModel, TF2RNNModelOutput, TF2RNNPreTrainedModel, TF2RNNState
+from .models import CELL_TYPES, TF2RNNConfig, TF2RNNModel, TF2RNNModelOutput, TF2RNNPreTrainedModel, TF2RNNState
 
 __version__ = "0.1.0"
 

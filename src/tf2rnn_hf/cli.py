@@ -11,24 +11,26 @@ from typing import List, Optional
 def _load(model_path: str, int8: bool = False):
     from transformers import AutoTokenizer
 
-    from .modeling_tf2rnn import TF2RNNModel
+    from .models import TF2RNNModel
 
     model = TF2RNNModel.from_pretrained(model_path).eval()
     if int8:
-        from .quantization import quantize_int8
+        from .inference.quantization import quantize_int8
 
         model = quantize_int8(model, inplace=True)
     return model, AutoTokenizer.from_pretrained(model_path)
 
 
 def cmd_distill(args, rest: List[str]) -> int:
-    from .distill import main
+    """Run the distillation job (`tf2rnn distill --help` lists its options)."""
+    from .distill.recipe import main
 
     main(rest)
     return 0
 
 
 def cmd_evaluate(args, rest) -> int:
+    """Evaluate a saved student on the chosen suites; write results.json and results.md."""
     from .evaluation import ALL_SUITES, evaluate_model, results_markdown
 
     suites = args.suites.split(",") if args.suites else list(ALL_SUITES)
@@ -47,13 +49,12 @@ def cmd_evaluate(args, rest) -> int:
 
 
 def _write_card(model_path: str, results: dict, repo_id: str, extra: Optional[str]) -> None:
-    from .modelcard import write_model_card
-    from .modeling_tf2rnn import TF2RNNModel
+    from .hub.save import write_card
+    from .models import TF2RNNModel
 
     model = TF2RNNModel.from_pretrained(model_path)
     extra_markdown = Path(extra).read_text() if extra else None
-    card = write_model_card(model_path, model.config, results, repo_id=repo_id,
-                            state_bytes=model.init_state(1).nbytes(), extra_markdown=extra_markdown)
+    card = write_card(model, model_path, results, repo_id=repo_id, extra_markdown=extra_markdown)
     print(f"wrote the model card {card} for {repo_id}")
 
 
@@ -67,8 +68,9 @@ def cmd_card(args, rest) -> int:
 
 
 def cmd_plot(args, rest) -> int:
+    """Draw the trajectory picture, and drift and suite charts from saved results."""
+    from .data.teacher import Teacher
     from .plotting import plot_drift, plot_suites, plot_trajectories
-    from .teacher import Teacher
 
     model, tokenizer = _load(args.model)
     out = Path(args.output)
@@ -95,9 +97,10 @@ def _read_lines(source: str) -> List[str]:
 
 
 def cmd_encode(args, rest) -> int:
+    """Embed one text per line into .npy or .jsonl."""
     import numpy as np
 
-    from .streaming import encode_texts
+    from .inference.encode import encode_texts
 
     lines = _read_lines(args.input)
     model, tokenizer = _load(args.model, args.int8)
@@ -123,15 +126,14 @@ def cmd_stream(args, rest) -> int:
 
     import torch
 
-    from .streaming import StreamingEncoder
+    from .inference.encode import encode_texts
+    from .inference.streaming import StreamingEncoder
 
     torch.set_flush_denormal(True)  # denormals made the recurrent step 1.5x slower in a profile
     model, tokenizer = _load(args.model, args.int8)
     index_text = Path(args.index).read_text() if args.index else (files("tf2rnn_hf") / "data" / "demo_index.txt"
                                                                   ).read_text()
     docs = [d for d in index_text.splitlines() if d.strip()]
-    from .streaming import encode_texts
-
     doc_emb = encode_texts(model, tokenizer, docs)
     stream = StreamingEncoder(model, tokenizer)
     interactive = sys.stdin.isatty()
@@ -174,24 +176,29 @@ def cmd_stream(args, rest) -> int:
 
 
 def cmd_push(args, rest) -> int:
-    from .hub import push
+    """Upload a saved student folder to the Hub."""
+    from .hub.sync import push
 
     print(push(args.folder, args.repo_id, private=args.private))
     return 0
 
 
 def cmd_pull(args, rest) -> int:
-    from .hub import pull
+    """Download a student from the Hub, verifying every file's hash."""
+    from .hub.sync import pull
 
     print(pull(args.repo_id, revision=args.revision, local_dir=args.output))
     return 0
 
 
-INT8_HELP = ("Int8 weights on CPU, keystrokes in one fused native step (benchmarks/results/benchmarks.md: ~7x faster "
+INT8_HELP = ("Int8 weights on CPU, keystrokes in one fused native step (docs/speed.md: ~7x faster "
              "per keystroke than fp32 for tf2rnn-minilm, 0.001 lower cosine to the teacher).")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The `tf2rnn` argument parser, one sub-command per verb."""
+    from .evaluation.suites import ALL_SUITES
+
     parser = argparse.ArgumentParser(prog="tf2rnn", description="Recurrent students of transformer sentence encoders.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -201,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("evaluate", help="Evaluate a saved student against its teacher and baselines.")
     p.add_argument("model")
     p.add_argument("--teacher", default=None, help="Teacher ('built-in', folder or Hub id); default: the model's.")
-    p.add_argument("--suites", default=None, help="Comma-separated: fidelity,long,keystroke,bible,wordnet,lee,wordsim (default all).")
+    p.add_argument("--suites", default=None, help="Comma-separated suites (default all): " + ",".join(ALL_SUITES) + ".")
     p.add_argument("--corpus", default="offline", help="Held-out text for the fidelity suite.")
     p.add_argument("--n-texts", type=int, default=1000)
     p.add_argument("--no-baselines", action="store_true")
@@ -256,6 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Run `tf2rnn` with `argv`; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
     if argv and argv[0] == "distill":  # its options belong to HfArgumentParser

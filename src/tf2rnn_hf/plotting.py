@@ -5,7 +5,7 @@ from typing import Dict, Sequence, Union
 
 import torch
 
-from .teacher import Teacher
+from .data.teacher import Teacher
 
 
 def _pyplot():
@@ -68,8 +68,8 @@ def plot_drift(fidelity: Dict[str, Dict[str, float]], path: Union[str, Path]) ->
 def plot_suites(results: Dict[str, dict], path: Union[str, Path]) -> Path:
     """One bar group per suite's headline metric: student vs teacher vs baselines."""
     plt = _pyplot()
-    headline = {"fidelity": "neighbour_agreement@10", "keystroke": "keystroke_cosine", "bible": "recall@1", "wordnet": "recall@1", "lee": "pearson",
-                "wordsim": "wordsim353_spearman"}
+    headline = {"fidelity": "neighbour_agreement@10", "keystroke": "keystroke_cosine", "bible": "recall@1",
+                "wordnet": "recall@1", "lee": "pearson", "wordsim": "wordsim353_spearman"}
     suites = [s for s in headline if s in results and "skipped" not in results[s]]
     systems = []
     for s in suites:

@@ -6,7 +6,7 @@ import sys
 
 import torch
 
-distill = vars(importlib.import_module("tf2rnn_hf.distill"))
+distill = vars(importlib.import_module("tf2rnn_hf.distill.recipe"))
 captured = {}
 original = distill["DistillationTrainer"].train
 

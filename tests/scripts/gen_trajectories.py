@@ -6,8 +6,8 @@ import sys
 
 from accelerate import PartialState
 
-from tf2rnn_hf import trajectories
-from tf2rnn_hf.teacher import Teacher
+from tf2rnn_hf.data import trajectories
+from tf2rnn_hf.data.teacher import Teacher
 
 TEXTS = [f"Sentence number {i} talks about {w} and other things." for i, w in enumerate(
     ["rivers", "mountains", "the sea", "old books", "cats", "a strange machine", "music", "winter"] * 40)]

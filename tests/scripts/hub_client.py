@@ -25,12 +25,12 @@ def main(action, repo, *rest):
     if action == "push":
         import torch
 
-        from tf2rnn_hf import TF2RNNModel
+        from tf2rnn_hf.distill import build_student
         from tf2rnn_hf.hub import push, save_student
 
         folder, seed = rest[0], int(rest[1])
         torch.manual_seed(seed)
-        model, tok = TF2RNNModel.from_teacher("built-in", hidden_size=16, token_init="input_embeddings")
+        model, tok = build_student("built-in", hidden_size=16, token_init="input_embeddings")
         save_student(model, tok, folder, repo_id=repo)
         commit = push(folder, repo)
         return {"commit": commit, "out": outputs(model.eval(), tok)}

@@ -1,0 +1,245 @@
+"""The distillation job behind examples/distill.py and `tf2rnn distill`: distil a recurrent student from a
+transformer sentence encoder, evaluate it and save it.
+
+    python examples/distill.py --preset quick                      # one process
+    accelerate launch examples/distill.py --preset quick           # several processes / GPUs / machines
+    accelerate launch --multi_gpu --num_processes 2 examples/distill.py --use_cpu ...   # two CPU processes
+
+It builds (or reuses) the teacher-trajectory cache, trains with `DistillationTrainer`, evaluates
+free-running fidelity on held-out text against the baselines, saves the model, tokenizer and card, writes
+`results.json`, and pushes to the Hub with `--push_to_hub`. Presets are JSON files in `presets/` (command-line
+defaults; anything given on the command line wins), read by the release scripts too.
+"""
+
+import json
+import logging
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import List, Optional
+
+import datasets
+import torch
+from transformers import AutoTokenizer, HfArgumentParser, set_seed
+
+from ..data import trajectories
+from ..data.corpus import load_texts, passages
+from ..data.teacher import Teacher
+from ..evaluation.fidelity import fidelity_table
+from ..evaluation.report import format_table
+from ..hub.save import write_card
+from ..models import CELL_TYPES, TF2RNNConfig
+from .collators import KeystrokeCollator, TrajectoryCollator
+from .student import TOKEN_INITS, TF2RNNForDistillation, build_student
+from .trainer import DistillationTrainer
+from .training_args import DistillationTrainingArguments
+
+logger = logging.getLogger(__name__)
+PRESETS_DIR = Path(__file__).parent / "presets"
+
+
+def presets() -> List[str]:
+    """Names of the shipped presets (`presets/<name>.json`)."""
+    return sorted(p.stem for p in PRESETS_DIR.glob("*.json"))
+
+
+def preset_argv(name: str) -> List[str]:
+    """A preset's options as command-line arguments."""
+    path = PRESETS_DIR / f"{name}.json"
+    if not path.is_file():
+        raise ValueError(f"Unknown preset {name!r}; choose one of {presets()}.")
+    argv = []
+    for key, value in json.loads(path.read_text()).items():
+        argv += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
+    return argv
+
+
+@dataclass
+class ModelArguments:
+    """The student: its cell, size and initialisation (or a saved student to continue from)."""
+
+    teacher: str = field(default="built-in", metadata={"help": "'built-in', a folder or a Hub model id."})
+    cell_type: str = field(default="gru", metadata={"help": "One of " + ", ".join(CELL_TYPES) + "."})
+    hidden_size: int = 768
+    num_hidden_layers: int = 1
+    token_init: str = field(default="teacher_outputs", metadata={"help": "One of " + ", ".join(TOKEN_INITS) + "."})
+    residual_token_mean: Optional[bool] = field(default=None, metadata={
+        "help": "Add the running token mean to the readout (default: on for token students, off for byte)."})
+    granularity: str = field(default="token", metadata={
+        "help": "The student's step: 'token' (the teacher's WordPiece) or 'byte' (UTF-8 bytes, ByT5 tokenizer; "
+                "trains on character-level trajectories)."})
+    num_slots: int = 32
+    num_attention_heads: int = 4
+    init_from: Optional[str] = field(default=None, metadata={"help": "Continue from a saved student."})
+
+
+@dataclass
+class DataArguments:
+    """The text and the teacher trajectories built from it."""
+
+    corpus: str = field(default="offline", metadata={"help": "'offline', a local file/folder or a Hub dataset id."})
+    eval_corpus: Optional[str] = field(default=None, metadata={
+        "help": "Held-out text (same kinds as --corpus); default: --corpus at --eval_split."})
+    text_column: str = "text"
+    train_split: str = "train"
+    eval_split: str = "heldout"
+    max_train_texts: Optional[int] = 20000
+    max_eval_texts: Optional[int] = 1000
+    prefix_unit: str = field(default="token", metadata={
+        "help": "Trajectories over 'token' prefixes, or 'char' (every keystroke; needed by --keystroke_weight)."})
+    stride: int = 1
+    max_tokens: int = 64
+    passage_tokens: Optional[int] = field(default=None, metadata={
+        "help": "Join consecutive training texts into passages of at least this many tokens (raise --max_tokens "
+                "above it; --stride keeps their trajectories affordable): trains the state past sentence length."})
+    passage_fraction: float = field(default=1.0, metadata={
+        "help": "With --passage_tokens: the share of training texts joined into passages (the rest stay as they are)."})
+    passage_stride: Optional[int] = field(default=None, metadata={
+        "help": "With --passage_tokens: the passages' --stride (default: --stride), so sentences can keep a target "
+                "at every prefix while long passages, whose teacher calls cost most, get a sparser one."})
+    teacher_bf16: bool = True
+    token_budget: int = 4096
+    shard_size: int = 2000
+    cache_dir: Optional[str] = None
+
+
+@dataclass
+class RunArguments:
+    """The job itself: a preset, where results go, and whether to stop after the trajectories."""
+
+    preset: Optional[str] = field(default=None, metadata={"help": "A file of presets/ (quick, tiny, release, ...)."})
+    results_file: str = "results.json"
+    trajectories_only: bool = field(default=False, metadata={
+        "help": "Build the trajectory caches and stop: lets several processes compute them "
+                "(`accelerate launch ... --trajectories_only`) for a training run in one process."})
+
+
+def parse(argv: List[str]):
+    """The four argument groups from argv (or one JSON file), a preset's values under the command line's."""
+    parser = HfArgumentParser((ModelArguments, DataArguments, RunArguments, DistillationTrainingArguments))
+    if len(argv) == 1 and argv[0].endswith(".json"):
+        return parser.parse_json_file(argv[0])
+    defaults = []
+    if "--preset" in argv:
+        try:
+            defaults = preset_argv(argv[argv.index("--preset") + 1])
+        except (ValueError, IndexError) as err:
+            parser.error(str(err) if isinstance(err, ValueError) else f"--preset needs a name: {presets()}")
+    if not torch.cuda.is_available() and "--use_cpu" not in argv:
+        # Without GPUs, processes started by `accelerate launch --multi_gpu` connect over gloo only
+        # when training runs on the CPU explicitly.
+        defaults = defaults + ["--use_cpu", "true"]
+    if "--output_dir" not in argv + defaults:
+        defaults = defaults + ["--output_dir", "outputs/tf2rnn-student"]
+    return parser.parse_args_into_dataclasses(args=defaults + list(argv))
+
+
+def main(argv: Optional[List[str]] = None) -> dict:
+    """Distil, evaluate and save a student; returns (and writes) the results. See the module docstring."""
+    model_args, data_args, run_args, training_args = parse(sys.argv[1:] if argv is None else argv)
+    byte_student = (TF2RNNConfig.from_pretrained(model_args.init_from).granularity if model_args.init_from
+                    else model_args.granularity) == "byte"
+    if byte_student:
+        if training_args.keystroke_weight > 0:
+            raise ValueError("--keystroke_weight is for token students; a byte student's every target is a keystroke.")
+        data_args.prefix_unit = "char"  # a byte student's targets are the teacher's embedding per keystroke
+    if training_args.keystroke_weight > 0 and data_args.prefix_unit != "char":
+        raise ValueError("--keystroke_weight trains on keystrokes inside words: it needs --prefix_unit char.")
+    if training_args.keystroke_weight > 0 and training_args.world_size > 1:
+        raise ValueError("--keystroke_weight runs a second forward per step, which DDP does not allow: "
+                         "train with it in one process.")
+    logging.basicConfig(level=logging.INFO if training_args.process_index == 0 else logging.WARNING,
+                        format="%(asctime)s %(name)s: %(message)s")
+    training_args.remove_unused_columns = False  # the collator needs the trajectory columns
+    set_seed(training_args.seed)
+    timings = {}
+    t0 = time.perf_counter()
+
+    teacher = Teacher(model_args.teacher, device=training_args.device)  # each process its own GPU, or the CPU
+    settings = trajectories.TrajectorySettings(
+        prefix_unit=data_args.prefix_unit, max_tokens=data_args.max_tokens, stride=data_args.stride,
+        bf16=data_args.teacher_bf16, token_budget=data_args.token_budget, shard_size=data_args.shard_size)
+    # The main process builds shared artefacts first (the offline corpus, token vectors); the others then
+    # read them from the cache instead of racing to write them.
+    with training_args.main_process_first(desc="corpus"):
+        train_texts = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
+                                 data_args.max_train_texts, data_args.cache_dir)["text"]
+        eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
+                                data_args.text_column, data_args.max_eval_texts, data_args.cache_dir)["text"]
+    # (texts, settings) pairs whose trajectories make the training set: sentences, then any passages.
+    parts = [(list(train_texts), settings)]
+    if data_args.passage_tokens:
+        if data_args.passage_tokens >= data_args.max_tokens:
+            raise ValueError(f"--passage_tokens {data_args.passage_tokens} needs --max_tokens above it "
+                             f"(got {data_args.max_tokens}), or passages are cut back to sentence length.")
+        if not 0 < data_args.passage_fraction <= 1:
+            raise ValueError(f"--passage_fraction must be in (0, 1], got {data_args.passage_fraction}.")
+        k = round(len(train_texts) * data_args.passage_fraction)
+        joined = passages(train_texts[:k], teacher.tokenizer, min_tokens=data_args.passage_tokens, count=None)
+        parts = [(list(train_texts[k:]), settings),
+                 (joined, replace(settings, stride=data_args.passage_stride or settings.stride))]
+    parts = [(texts, part_settings) for texts, part_settings in parts if texts]
+    train_ds = datasets.concatenate_datasets(
+        [trajectories.build(texts, teacher, part_settings, data_args.cache_dir) for texts, part_settings in parts])
+    # Held-out fidelity: token trajectories for a token student (whatever it trained on), keystrokes for bytes.
+    eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1,
+                                                       "prefix_unit": "char" if byte_student else "token"})
+    eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir)
+    if byte_student:
+        train_ds, eval_ds = trajectories.byte_rows(train_ds), trajectories.byte_rows(eval_ds)
+    timings["trajectories_s"] = time.perf_counter() - t0
+    trajectory_stats = trajectories.stats(*(trajectories.cache_path(teacher, texts, part_settings,
+                                                                    data_args.cache_dir)
+                                            for texts, part_settings in parts))
+    if run_args.trajectories_only:
+        logger.info("Trajectories cached (%s); --trajectories_only: stopping before training.", trajectory_stats)
+        return {"timings": timings, "trajectory_stats": trajectory_stats}
+
+    schedule = training_args.schedule
+    if model_args.init_from:
+        model = TF2RNNForDistillation.from_pretrained(model_args.init_from)
+        tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
+    else:
+        with training_args.main_process_first(desc="token vectors"):
+            model, tokenizer = build_student(
+                teacher, cell_type=model_args.cell_type, hidden_size=model_args.hidden_size,
+                num_hidden_layers=model_args.num_hidden_layers, token_init=model_args.token_init,
+                granularity=model_args.granularity, num_slots=model_args.num_slots,
+                **({} if model_args.residual_token_mean is None else
+                   {"residual_token_mean": model_args.residual_token_mean}),
+                num_attention_heads=model_args.num_attention_heads, state_lift=schedule.uses_transition)
+    if schedule.uses_transition and schedule.transition_weight(1.0) == 0:
+        # Parts used only in one phase would stall DDP's gradient reduction in the other.
+        training_args.ddp_find_unused_parameters = True
+
+    if settings.prefix_unit == "char" and not byte_student:
+        collator = KeystrokeCollator(tokenizer.pad_token_id, partials_per_text=training_args.partials_per_text,
+                                     seed=training_args.seed)
+    else:
+        collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id)
+    trainer = DistillationTrainer(
+        model=model, args=training_args, train_dataset=train_ds, eval_dataset=eval_ds, data_collator=collator,
+        processing_class=tokenizer)
+    t1 = time.perf_counter()
+    train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
+    timings["train_s"] = time.perf_counter() - t1
+    trainer.save_model()  # weights, config, custom code, sentence-transformers files, tokenizer
+
+    results = {"timings": timings, "train": train_result.metrics, "world_size": training_args.world_size}
+    if trainer.is_world_process_zero():
+        t2 = time.perf_counter()
+        table = fidelity_table(trainer.accelerator.unwrap_model(trainer.model), eval_ds, teacher,
+                               baselines=not byte_student)
+        timings["evaluate_s"] = time.perf_counter() - t2
+        results.update({"fidelity": table, "trajectory_stats": trajectory_stats,
+            "args": {"model": asdict(model_args), "data": asdict(data_args), "run": asdict(run_args),
+                     "training": training_args.to_dict()}})
+        Path(training_args.output_dir).mkdir(parents=True, exist_ok=True)
+        (Path(training_args.output_dir) / run_args.results_file).write_text(json.dumps(results, indent=1))
+        write_card(trainer.accelerator.unwrap_model(trainer.model), training_args.output_dir)
+        print(format_table(table, title=f"Held-out fidelity ({len(eval_ds)} texts, free-running)"))
+    if training_args.push_to_hub:
+        trainer.push_to_hub()
+    return results
+

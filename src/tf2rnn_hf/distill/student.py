@@ -1,0 +1,184 @@
+"""The student: built from a teacher, and the distillation's view of it (`TF2RNNForDistillation`), which
+adds what only training needs: a map from a teacher embedding to a cell state, and teacher forcing."""
+
+from typing import Optional, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import ByT5Tokenizer, PreTrainedTokenizerBase
+
+from ..data.teacher import BUILT_IN, Teacher
+from ..models import TF2RNNConfig, TF2RNNModel, TF2RNNModelOutput
+
+
+class TF2RNNForDistillation(TF2RNNModel):
+    """A `TF2RNNModel` that can also run teacher-forced, for the teacher-transition loss and scheduled
+    sampling. With `config.state_lift` it holds `state_lift`, a learned map from a teacher embedding to a
+    cell state (`gru`/`lstm`). It saves as a plain `TF2RNNModel` (its checkpoints keep the lift, which
+    `TF2RNNModel` ignores on load), so whatever trained it, users load the same model class.
+    """
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__(config)
+        self.state_lift = None
+        if config.state_lift:
+            shapes = self.cell.state_shapes()
+            self.state_lift = nn.Linear(config.output_size, sum(a * b for a, b in shapes))
+            self.post_init()
+
+    def forward(self, input_ids: torch.LongTensor, attention_mask: Optional[torch.Tensor] = None,
+                teacher_states: Optional[torch.Tensor] = None, teacher_forcing: Optional[torch.Tensor] = None,
+                return_dict: Optional[bool] = None, **kwargs):
+        r"""`TF2RNNModel.forward`, or with `teacher_states` ([batch, steps, output_size], the teacher's
+        embedding after each step) teacher-forced: the state before step t is lifted from
+        `teacher_states[:, t-1]` wherever `teacher_forcing[:, t]` is true (default all: the parallel
+        teacher-transition mode; some: scheduled sampling). Rows must be right-padded; no `past_state`."""
+        if teacher_states is None:
+            return super().forward(input_ids, attention_mask=attention_mask, return_dict=return_dict, **kwargs)
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        self._check_inputs(input_ids, None)
+        preds = self._teacher_forced(input_ids, attention_mask, teacher_states, teacher_forcing)
+        last = (self.step_mask(input_ids, attention_mask).sum(1) - 1).clamp(min=0)
+        pooled = preds[torch.arange(len(preds)), last]
+        return TF2RNNModelOutput(last_hidden_state=preds, pooler_output=pooled) if return_dict else (preds, pooled)
+
+    def _lift_cell(self, embedding: torch.Tensor) -> Tuple[torch.Tensor, ...]:
+        if self.state_lift is None:
+            raise ValueError("Teacher forcing needs a state_lift; build the student with state_lift=True "
+                             "(gru/lstm cells).")
+        flat = self.state_lift(embedding)
+        tensors, start = [], 0
+        for i, shape in enumerate(self.cell.state_shapes()):
+            size = shape[0] * shape[1]
+            part = flat[..., start:start + size].reshape(*flat.shape[:-1], *shape)
+            tensors.append(torch.tanh(part) if i == 0 else part)  # h is a tanh output; an LSTM's c is not
+            start += size
+        return tuple(tensors)
+
+    def _teacher_forced(self, input_ids, attention_mask, teacher_states, teacher_forcing) -> torch.Tensor:
+        """Embeddings after each step when the state before step t is lifted from the teacher's e(t-1)
+        where `teacher_forcing` says so (see `forward`)."""
+        mask = self.step_mask(input_ids, attention_mask)
+        batch, steps = input_ids.shape
+        lengths = mask.sum(1)
+        if not torch.equal(mask, torch.arange(steps, device=mask.device)[None] < lengths[:, None]):
+            raise ValueError("Teacher forcing needs right-padded rows without skipped tokens inside.")
+        force = torch.ones_like(mask) if teacher_forcing is None else teacher_forcing.bool()
+        force = force & mask
+        vectors = self.embeddings(input_ids) * mask[..., None].to(teacher_states.dtype)
+        counts = torch.cumsum(mask.long(), 1).clamp(min=1)[..., None].to(vectors.dtype)
+        means = torch.cumsum(vectors, 1) / counts
+        prev = torch.cat([torch.zeros_like(teacher_states[:, :1]), teacher_states[:, :-1]], 1)
+        first = (torch.arange(steps, device=mask.device) == 0)[None].expand(batch, -1)
+
+        def lifted(e, is_first):
+            # Before the first step the state is the initial (zero) state, not a lift.
+            return tuple(torch.where(is_first.view(-1, *([1] * (a.dim() - 1))), torch.zeros_like(a), a)
+                         for a in self._lift_cell(e))
+
+        x = self.dropout(vectors)
+        if bool(force[mask].all()):  # every step teacher-forced: all steps at once, no recurrence
+            bi, ti = mask.nonzero(as_tuple=True)
+            out, _ = self.cell.step(x[bi, ti], lifted(prev[bi, ti], first[bi, ti]))
+            raw = self.readout(out)
+            if self.config.residual_token_mean:
+                raw = raw + means[bi, ti]
+            preds = teacher_states.new_zeros(batch, steps, self.config.output_size)
+            preds[bi, ti] = F.normalize(raw, dim=-1)
+            return preds
+        state, outs = self.cell.init_state(batch, device=input_ids.device, dtype=vectors.dtype), []
+        for t in range(steps):  # scheduled sampling: restart some rows from the teacher's state
+            restart = force[:, t]
+            lift = lifted(prev[:, t], first[:, t])
+            state = tuple(torch.where(restart.view(-1, *([1] * (a.dim() - 1))), b, a) for a, b in zip(state, lift))
+            out, new = self.cell.step(x[:, t], state)
+            live = mask[:, t]
+            state = tuple(torch.where(live.view(-1, *([1] * (a.dim() - 1))), b, a) for a, b in zip(state, new))
+            outs.append(out)
+        raw = self.readout(torch.stack(outs, 1))
+        if self.config.residual_token_mean:
+            raw = raw + means
+        return F.normalize(raw, dim=-1) * mask[..., None].to(raw.dtype)
+
+    def save_pretrained(self, save_directory, *args, state_dict=None, **kwargs) -> None:
+        """Save as a plain `TF2RNNModel` (its class, auto_map and custom code), keeping the lift's weights."""
+        with torch.device("meta"):
+            plain = TF2RNNModel(self.config)
+        state = self.state_dict()
+        plain.load_state_dict({k: v for k, v in state.items() if not k.startswith("state_lift.")}, assign=True)
+        plain.save_pretrained(save_directory, *args, state_dict=state if state_dict is None else state_dict, **kwargs)
+
+
+TOKEN_INITS = ("teacher_outputs", "input_embeddings", "random")
+
+
+def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru", hidden_size: int = 768,
+                  num_hidden_layers: int = 1, token_init: str = "teacher_outputs", **config_kwargs
+                  ) -> Tuple["TF2RNNForDistillation", PreTrainedTokenizerBase]:
+    """A fresh student of `teacher` (`"built-in"`, a folder, a Hub id or a loaded `Teacher`) and its tokenizer.
+
+    The student is a `TF2RNNForDistillation`: a `TF2RNNModel` that the distillation losses can also run
+    teacher-forced, and that saves and loads as a plain `TF2RNNModel`. `config_kwargs` go to `TF2RNNConfig`.
+
+    `token_init="teacher_outputs"` (default) starts each token's vector at the teacher's embedding of that
+    token alone: that is exactly the teacher's embedding of a one-token prefix, so with the mean-pooling
+    readout the student's first step already matches the teacher and later steps start at the static
+    order-free baseline (a prototype measured +0.02 final cosine over input-embedding init).
+    `"input_embeddings"` copies the teacher's word-embedding table (cheaper, context-free);
+    `"random"` keeps the normal initialisation.
+    """
+    config_kwargs.update(cell_type=cell_type, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers)
+    if token_init not in TOKEN_INITS:
+        raise ValueError(f"Unknown token_init {token_init!r}; choose one of {', '.join(TOKEN_INITS)}.")
+    teacher = teacher if isinstance(teacher, Teacher) else Teacher(teacher)
+    if config_kwargs.get("granularity") == "byte":
+        return _byte_student(teacher, token_init, **config_kwargs)
+    tokenizer = teacher.tokenizer
+    config = TF2RNNConfig(
+        vocab_size=len(tokenizer),
+        output_size=teacher.dim,
+        teacher_hidden_size=teacher.dim,
+        skip_token_ids=teacher.special_ids(),
+        pad_token_id=tokenizer.pad_token_id,
+        teacher_name_or_path=teacher.hub_id,
+        **config_kwargs,
+    )
+    model = TF2RNNForDistillation(config)
+    table = model.get_input_embeddings().weight
+    with torch.no_grad():
+        if token_init == "teacher_outputs":
+            table.copy_(teacher.token_vectors().to(table.dtype))
+        elif token_init == "input_embeddings":
+            source = teacher.model.get_input_embeddings().weight
+            if source.shape != table.shape:
+                raise ValueError(f"input_embeddings init needs a table of shape {tuple(source.shape)}, "
+                                 f"the student has {tuple(table.shape)}.")
+            table.copy_(source.detach().to(table.dtype))
+    return model, tokenizer
+
+
+def _byte_student(teacher: Teacher, token_init: str, **config_kwargs):
+    """A byte-level student with ByT5's byte tokenizer (id = byte + 3; pad, eos and unk are no-ops). Each
+    printable ASCII byte starts at the teacher's vector for that character as a token (lower-cased, as
+    the teacher normalises); other bytes keep the random initialisation. The token-mean readout is off
+    by default: a mean of character vectors says little about a sentence."""
+    tokenizer = ByT5Tokenizer()
+    config_kwargs.setdefault("residual_token_mean", False)
+    config = TF2RNNConfig(vocab_size=len(tokenizer), output_size=teacher.dim, teacher_hidden_size=teacher.dim,
+                          skip_token_ids=sorted({tokenizer.pad_token_id, tokenizer.eos_token_id,
+                                                 tokenizer.unk_token_id}),
+                          pad_token_id=tokenizer.pad_token_id, teacher_name_or_path=teacher.hub_id, **config_kwargs)
+    model = TF2RNNForDistillation(config)
+    if token_init == "random":
+        return model, tokenizer
+    source = (teacher.token_vectors() if token_init == "teacher_outputs"
+              else teacher.model.get_input_embeddings().weight.detach())
+    table = model.get_input_embeddings().weight
+    with torch.no_grad():
+        for byte in range(32, 127):
+            piece = teacher.tokenizer.convert_tokens_to_ids(chr(byte).lower())
+            if piece != teacher.tokenizer.unk_token_id:
+                (byte_id,) = tokenizer(chr(byte), add_special_tokens=False)["input_ids"]
+                table[byte_id] = source[piece].to(table.dtype)
+    return model, tokenizer

@@ -1,0 +1,169 @@
+"""`DistillationTrainer(transformers.Trainer)`: supplies the distillation loss (the schedule of
+`losses/`) and fidelity metrics at evaluation; its options live in `DistillationTrainingArguments`."""
+
+import random
+import time
+from typing import Dict, Optional
+
+import torch
+from transformers import Trainer, TrainerCallback
+
+from ..evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
+from .losses import KeystrokeLoss, NeighbourLoss, RolloutLoss, SimilarityLoss, TransitionLoss, teacher_bank
+from .training_args import DistillationTrainingArguments
+
+
+def _last_positions(mask: torch.Tensor) -> torch.Tensor:
+    return (mask.sum(1) - 1).clamp(min=0)
+
+
+class DistillationTrainer(Trainer):
+    """A `Trainer` whose loss is the distillation schedule (`DistillationTrainingArguments`), and whose
+    evaluation adds fidelity metrics (final and all-prefix cosine, free-running, neighbour agreement@10 and
+    drift on the eval split), computed by `evaluation.fidelity`, the same code as `tf2rnn evaluate`."""
+
+    def __init__(self, *args, **kwargs):
+        args_, data = kwargs.get("args"), kwargs.get("train_dataset")
+        if args_ is not None and not isinstance(args_, DistillationTrainingArguments):
+            raise TypeError("DistillationTrainer takes DistillationTrainingArguments (TrainingArguments plus the "
+                            f"loss schedule), got {type(args_).__name__}.")
+        if (args_ is not None and args_.train_sampling_strategy == "group_by_length" and hasattr(data, "add_column")
+                and args_.length_column_name not in data.column_names):
+            # Batches of like lengths (sentences apart from passages) pad less. Without a length column the
+            # Trainer would decode every row, trajectories included, to learn its length.
+            kwargs["train_dataset"] = data.add_column(args_.length_column_name,
+                                                      [len(ids) for ids in data["input_ids"]])
+        super().__init__(*args, **kwargs)
+        args = self.args
+        # With a time budget, progress is elapsed time (see DistillationTrainingArguments.train_minutes).
+        self.time_budget = args.train_minutes * 60 if args.train_minutes else None
+        self._clock_start: Optional[float] = None
+        self._clock_progress = 0.0
+        if self.time_budget:
+            self.add_callback(_TimeBudgetCallback(self))
+        self.schedule = args.schedule
+        self.transition = TransitionLoss(args.distance, args.final_weight)
+        self.rollout = RolloutLoss(args.distance, args.final_weight, args.tbptt)
+        self.similarity = SimilarityLoss()
+        self.keystroke = KeystrokeLoss(args.distance)
+        self.neighbour = None
+        if self.schedule.neighbour_weight > 0:
+            if self.train_dataset is None:
+                raise ValueError("The neighbour loss draws its bank from the training set: pass train_dataset.")
+            self.neighbour = NeighbourLoss(teacher_bank(self.train_dataset, args.neighbour_bank, args.seed),
+                                           args.neighbour_temperature)
+        if self.schedule.uses_transition and getattr(self.model, "state_lift", None) is None:
+            raise ValueError("The schedule uses the transition loss or restarts: build the student with "
+                             "build_student(..., state_lift=True) (gru/lstm cells).")
+
+    def _progress(self) -> float:
+        if self.time_budget:
+            return self._clock_progress
+        total = max(1, self.state.max_steps)
+        return min(1.0, self.state.global_step / total)
+
+    def create_scheduler(self, num_training_steps: int, optimizer=None):
+        if not self.time_budget:
+            return super().create_scheduler(num_training_steps, optimizer)
+        warmup = self.args.warmup_steps if 0 < self.args.warmup_steps < 1 else 0.0
+
+        def factor(_step: int) -> float:  # linear warm-up, then linear decay to 0, both in elapsed time
+            p = self._progress()
+            return p / warmup if p < warmup else max(0.0, (1.0 - p) / max(1e-9, 1.0 - warmup))
+
+        self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer or self.optimizer, factor)
+        return self.lr_scheduler
+
+    def train(self, *args, **kwargs):
+        result = super().train(*args, **kwargs)
+        if self.time_budget:  # the Trainer derives these from max_steps, which a clock-stopped run sets to "never"
+            runtime = max(result.metrics.get("train_runtime", 0.0), 1e-9)
+            batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps * self.args.world_size
+            result.metrics["train_steps_per_second"] = round(self.state.global_step / runtime, 3)
+            result.metrics["train_samples_per_second"] = round(self.state.global_step * batch / runtime, 3)
+        return result
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        # Every loss calls `model` itself, so under DDP the gradients are synchronised.
+        p = self._progress() if model.training else 1.0
+        w_tr = self.schedule.transition_weight(p) if model.training else 0.0
+        if 0 < w_tr < 1 and self.args.world_size > 1:
+            # DDP allows one forward per backward: while the two losses anneal, each step takes one of them
+            # with probability equal to its weight (the same mix in expectation), the same one on every rank.
+            w_tr = float(random.Random(self.state.global_step * 7919 + self.args.seed).random() < w_tr)
+        terms = {}
+        loss = torch.zeros((), device=inputs["input_ids"].device)
+        if w_tr > 0:
+            terms["transition"] = self.transition(model, inputs)
+            loss = loss + w_tr * terms["transition"]
+        if w_tr < 1:
+            restart = self.schedule.restart(p) if model.training else 0.0
+            terms["rollout"], preds = self.rollout(model, inputs, restart)
+            loss = loss + (1 - w_tr) * terms["rollout"]
+            if self.schedule.similarity_weight > 0 or self.neighbour is not None:
+                mask, tmask = inputs["attention_mask"], inputs["target_mask"]
+                last, rows = _last_positions(mask), torch.arange(len(mask), device=mask.device)
+                student_final, teacher_final = preds[rows, last], inputs["targets"][rows, last]
+                if len(mask) > 1 and bool((tmask[rows, last] > 0).all()):
+                    if self.schedule.similarity_weight > 0:
+                        terms["similarity"] = self.similarity(student_final, teacher_final)
+                        loss = loss + self.schedule.similarity_weight * (1 - w_tr) * terms["similarity"]
+                    if self.neighbour is not None:
+                        terms["neighbour"] = self.neighbour(student_final, teacher_final)
+                        loss = loss + self.schedule.neighbour_weight * (1 - w_tr) * terms["neighbour"]
+        if self.schedule.keystroke_weight > 0 and len(inputs.get("keystroke_ids", ())):
+            terms["keystroke"] = self.keystroke(model, inputs)
+            loss = loss + self.schedule.keystroke_weight * terms["keystroke"]
+        if model.training:
+            self._last_terms = {f"loss_{k}": float(v.detach()) for k, v in terms.items()}
+        return (loss, {"loss": loss}) if return_outputs else loss
+
+    def create_model_card(self, *args, **kwargs):
+        # The Trainer's generic card would replace the card `hub.save_student` writes with measured results.
+        pass
+
+    def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+        # The distillation loss is the evaluation loss; there are no logits or labels to gather.
+        inputs = self._prepare_inputs(inputs)
+        with torch.no_grad():
+            loss = self.compute_loss(model, inputs)
+        return loss.detach(), None, None
+
+    def log(self, logs: Dict[str, float], *args, **kwargs) -> None:
+        if "loss" in logs and getattr(self, "_last_terms", None):
+            logs.update(self._last_terms)
+            logs["transition_weight"] = self.schedule.transition_weight(self._progress())
+        super().log(logs, *args, **kwargs)
+
+    def evaluate(self, eval_dataset=None, ignore_keys=None, metric_key_prefix: str = "eval") -> Dict[str, float]:
+        metrics = super().evaluate(eval_dataset, ignore_keys, metric_key_prefix)
+        dataset = eval_dataset if eval_dataset is not None else self.eval_dataset
+        if dataset is not None and self.is_world_process_zero():
+            student = self.accelerator.unwrap_model(self.model)
+            was_training = student.training
+            rows = rows_to_tensors(dataset)
+            extra = fidelity(student_trajectories(student, rows, self.args.per_device_eval_batch_size), rows)
+            student.train(was_training)
+            extra = {f"{metric_key_prefix}_{k}": v for k, v in extra.items()}
+            metrics.update(extra)
+            self.log(extra)
+        return metrics
+
+
+class _TimeBudgetCallback(TrainerCallback):
+    def __init__(self, trainer: "DistillationTrainer"):
+        self.trainer = trainer
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.trainer._clock_start = time.perf_counter()
+        self.trainer._clock_progress = 0.0
+
+    def on_step_end(self, args, state, control, **kwargs):
+        # Each process has its own clock. Under DDP they must agree, or one stops while the other waits
+        # for its gradients forever (and their loss weights drift apart): all take the furthest clock.
+        p = min(1.0, (time.perf_counter() - self.trainer._clock_start) / self.trainer.time_budget)
+        if args.world_size > 1:
+            p = float(self.trainer.accelerator.gather(torch.tensor([p], device=args.device)).max())
+        self.trainer._clock_progress = p
+        if p >= 1.0:
+            control.should_training_stop = True

@@ -1,0 +1,54 @@
+"""`DistillationTrainingArguments`: every option of the distillation trainer, recorded in its checkpoints
+beside the `TrainingArguments` it extends (as sentence-transformers' `SentenceTransformerTrainingArguments`)."""
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from transformers import TrainingArguments
+
+from .losses import DISTANCES, LossSchedule
+
+
+@dataclass
+class DistillationTrainingArguments(TrainingArguments):
+    """`TrainingArguments` plus the loss schedule and the losses' options.
+
+    The bare default is rollout alone, the one loss every cell supports; the presets use the schedule that
+    measured best at equal CPU time (transition for the first 30%, annealed into rollout over the next 20%).
+    With `train_minutes`, progress is elapsed time: the schedule and the learning-rate decay follow the
+    clock and training stops when it runs out, so runs compare at equal CPU time.
+    """
+
+    # The collators read the trajectory columns, which the model's forward does not name.
+    remove_unused_columns: bool = field(default=False, metadata={"help": "Keep every dataset column (the "
+                                                                          "collators need the trajectories)."})
+    transition_until: float = field(default=0.0, metadata={"help": "Fraction of training on the transition loss."})
+    anneal: float = field(default=0.0, metadata={"help": "Fraction over which transition anneals into rollout."})
+    restart_prob: float = field(default=0.0, metadata={"help": "Scheduled sampling: teacher restarts per step."})
+    similarity_weight: float = field(default=0.0, metadata={"help": "Weight of the in-batch similarity loss."})
+    neighbour_weight: float = field(default=0.0, metadata={
+        "help": "Weight of the neighbour loss: the student's similarities to a bank of teacher embeddings of "
+                "training texts, matched to the teacher's (softmax KL)."})
+    neighbour_bank: int = field(default=8192, metadata={"help": "Training texts in the neighbour loss's bank."})
+    neighbour_temperature: float = 0.05
+    keystroke_weight: float = field(default=0.0, metadata={
+        "help": "Weight of the streaming-path loss on keystrokes inside a word (needs --prefix_unit char)."})
+    partials_per_text: int = field(default=4, metadata={"help": "Keystrokes inside a word sampled per text."})
+    distance: str = field(default="cosine", metadata={"help": f"Per-position distance: {', '.join(DISTANCES)}."})
+    final_weight: float = field(default=1.0, metadata={"help": "Weight of each text's last step in the losses."})
+    tbptt: Optional[int] = field(default=None, metadata={"help": "Truncate backprop every this many steps."})
+    train_minutes: Optional[float] = field(default=None, metadata={
+        "help": "Train for this long (wall clock); the loss schedule and learning rate follow the clock."})
+
+    def __post_init__(self):
+        if self.distance not in DISTANCES:
+            raise ValueError(f"Unknown distance {self.distance!r}; choose one of {', '.join(DISTANCES)}.")
+        if self.train_minutes:
+            self.max_steps = 10 ** 9  # the clock stops training, not a step count
+        super().__post_init__()
+
+    @property
+    def schedule(self) -> LossSchedule:
+        """The loss weights over training progress."""
+        return LossSchedule(self.transition_until, self.anneal, self.restart_prob, self.similarity_weight,
+                            self.keystroke_weight, self.neighbour_weight)

@@ -1,0 +1,32 @@
+"""The int8 GRU step of `gru_step.c` written in PyTorch: the reference the kernel is tested against."""
+
+from typing import Tuple
+
+import torch
+import torch.nn.functional as F
+
+from ...models import TF2RNNModel, TF2RNNState
+from . import quantize_rows
+
+
+def int8_linear(weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """weight @ x + bias as the kernel computes it: int8 rows, the input quantised per call to 8 bits."""
+    q, scale, _ = quantize_rows(weight)
+    sx = x.abs().max().clamp(min=1e-30) / 127 if x.abs().max() > 0 else torch.tensor(1.0)
+    xq = torch.round(x / sx)
+    return (q.double() @ xq.double()).float() * scale * sx + bias
+
+
+@torch.no_grad()
+def int8_gru_step(model: TF2RNNModel, token: int, state: TF2RNNState) -> Tuple[torch.Tensor, torch.Tensor]:
+    """(embedding [1, O], new h [H]) after one token of a one-layer GRU student, in the kernel's arithmetic."""
+    gru, hidden = model.cell.layers[0], model.config.hidden_size
+    x, h = model.embeddings.weight[token], state.cell_state[0].reshape(-1)
+    gi, gh = int8_linear(gru.weight_ih_l0, gru.bias_ih_l0, x), int8_linear(gru.weight_hh_l0, gru.bias_hh_l0, h)
+    r = torch.sigmoid(gi[:hidden] + gh[:hidden])
+    z = torch.sigmoid(gi[hidden:2 * hidden] + gh[hidden:2 * hidden])
+    h_new = (1 - z) * torch.tanh(gi[2 * hidden:] + r * gh[2 * hidden:]) + z * h
+    raw = int8_linear(model.readout.weight, model.readout.bias, h_new)
+    if model.config.residual_token_mean:
+        raw = raw + (state.token_sum + x)[0] / (state.seen_tokens + 1)
+    return F.normalize(raw, dim=-1)[None], h_new

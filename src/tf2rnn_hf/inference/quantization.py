@@ -1,0 +1,55 @@
+"""Int8 weights for CPU inference.
+
+At batch 1 a keystroke is bound by reading the recurrent weights from memory (a GRU-768 step reads
+11.8 MB of fp32), not by arithmetic. PyTorch's dynamic quantization stores `nn.GRU`, `nn.LSTM` and
+`nn.Linear` weights as int8 (4x fewer bytes) and runs them with fbgemm kernels; activations are quantized
+per call, so results depend slightly on what is batched together: a quantized stream agrees with the
+quantized model run from scratch to about 1e-3, not 1e-5. `benchmarks/run.py` reports the speed and the
+fidelity cost side by side.
+
+Those modules still leave a batch-1 keystroke to ~25 dispatched ops; for one-layer GRU students the whole
+keystroke also runs as one native call (`kernels.Int8GRUStep`), the model's `step_kernel`.
+"""
+
+import copy
+import warnings
+
+import torch
+from torch import nn
+
+from ..models import TF2RNNModel
+
+
+def quantize_int8(model: TF2RNNModel, inplace: bool = False, fused: bool = True) -> TF2RNNModel:
+    """A copy of `model` for CPU inference with int8 recurrent and linear weights (token table stays fp32).
+
+    With `fused` (one-layer GRU students, where a C compiler is available) its `step_kernel` is a whole
+    batch-1 keystroke in one native call (`kernels.Int8GRUStep`), which `model.step` runs for single rows.
+    The result is for inference only: it cannot be trained or saved with `save_pretrained`; quantize after
+    loading instead."""
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        raise ValueError("Int8 dynamic quantization runs on CPU; move the model with .cpu() first.")
+    if not set(torch.backends.quantized.supported_engines) & {"x86", "fbgemm", "qnnpack"}:
+        raise RuntimeError("This PyTorch build has no quantized CPU engine (fbgemm or qnnpack).")
+    from torch.ao.quantization import quantize_dynamic
+
+    model = model if inplace else copy.deepcopy(model)
+    model.eval()
+    step = None
+    if fused and model.dtype == torch.float32:
+        from .kernels import Int8GRUStep, load_library
+
+        if Int8GRUStep.supports(model) and load_library() is not None:
+            step = Int8GRUStep(model)  # from the fp32 weights, before the modules are replaced
+    with warnings.catch_warnings():  # the eager API is deprecated in favour of torchao; it still ships
+        warnings.simplefilter("ignore")
+        quantize_dynamic(model, {nn.GRU, nn.LSTM, nn.Linear}, dtype=torch.qint8, inplace=True)
+    model.step_kernel = step
+    return model
+
+
+def is_quantized(model: nn.Module) -> bool:
+    """Whether `quantize_int8` was applied (the model holds dynamically quantized modules)."""
+    from torch.ao.nn.quantized import dynamic
+
+    return any(isinstance(m, (dynamic.Linear, dynamic.GRU, dynamic.LSTM)) for m in model.modules())

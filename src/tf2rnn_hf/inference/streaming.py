@@ -1,0 +1,293 @@
+"""Streaming: the embedding of a text as it is typed, updated per keystroke at a cost that does not grow
+with the text.
+
+WordPiece splits on whitespace first, so the tokens of a word never change once whitespace follows it.
+Each stream keeps the model state at every word boundary (a stack: a delete that crosses a boundary is a
+pop) and, for the word being typed, the state after each of its current tokens. A keystroke re-tokenises
+only the current word and steps the model over the tokens that changed: usually one or two steps.
+
+A byte-level student (`granularity="byte"`) needs no tokenizer state: each character steps its UTF-8
+bytes and the state after every character is kept, so a delete is again a pop.
+
+The embedding after any sequence of `type` and `delete` equals the model run on the resulting text from
+scratch (tested with random edit scripts). `max_checkpoints` bounds what a stream holds: only the latest
+word-boundary (byte-level: character) states are kept, and a delete that goes back further re-encodes the
+remaining text once (O(length), where a pop is O(1)). A stream whose text has no token yet (empty, or whitespace and
+control characters only for a token-level student) has the all-zero embedding. (ByT5's tokenizer reads
+the literal strings "<pad>", "</s>" and "<unk>" as its special tokens; a byte stream reads their bytes.)
+"""
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import torch
+
+from ..models import TF2RNNModel, TF2RNNState
+
+
+def is_boundary(char: str) -> bool:
+    """Characters where BERT's pre-tokenizer splits words: space, tab, newline, CR and Unicode spaces (Zs).
+    (Other control characters are deleted by the normaliser and join their neighbours.)"""
+    return char in " \t\n\r" or unicodedata.category(char) == "Zs"
+
+
+@dataclass
+class _Boundary:
+    """A word boundary: restored whole when a delete pops it. `state` and `word_states` are None once
+    `max_checkpoints` has let them go."""
+
+    start: int  # character index just after the boundary
+    state: Optional[TF2RNNState]  # after every token before it
+    word_tokens: Optional[List[int]]  # the finished word's tokens
+    word_states: Optional[List[TF2RNNState]]  # and the state after each of them
+
+
+@dataclass
+class _Stream:
+    text: str = ""
+    boundaries: List[_Boundary] = field(default_factory=list)
+    word_tokens: List[int] = field(default_factory=list)  # tokens of the current word already run
+    word_states: List[TF2RNNState] = field(default_factory=list)  # state after each of them
+    char_states: List[Optional[TF2RNNState]] = field(default_factory=list)  # byte-level: state after each character
+    dropped: int = 0  # how many of the oldest checkpoints (boundaries, or characters) max_checkpoints let go
+
+
+class BatchStreamingEncoder:
+    """Many concurrent streams (a server's sessions), stepped together in batches.
+
+    `open()` returns a stream id; `type({id: text})` and `delete({id: n})` apply edits to several
+    streams at once and step all of them in one batched model call per token position.
+    """
+
+    def __init__(self, model: TF2RNNModel, tokenizer, max_checkpoints: Optional[int] = None):
+        if max_checkpoints is not None and max_checkpoints < 1:
+            raise ValueError(f"max_checkpoints must be at least 1 (the state the current word grows from), "
+                             f"got {max_checkpoints}.")
+        self.max_checkpoints = max_checkpoints
+        self.byte_level = getattr(model.config, "granularity", "token") == "byte"
+        if self.byte_level and not hasattr(tokenizer, "offset"):
+            raise ValueError("A byte-level student streams with its ByT5 byte tokenizer; got "
+                             f"{type(tokenizer).__name__}.")
+        self.model = model.eval()
+        self.backend = tokenizer.backend_tokenizer if hasattr(tokenizer, "backend_tokenizer") else None
+        self.tokenizer = tokenizer
+        self._empty = model.init_state(1)
+        self.streams: Dict[int, _Stream] = {}
+        self._next_id = 0
+
+    # ------------------------------------------------------------ streams
+
+    def open(self, n: int = 1) -> List[int]:
+        """Open `n` empty streams; returns their ids."""
+        ids = list(range(self._next_id, self._next_id + n))
+        for i in ids:
+            self.streams[i] = _Stream()
+        self._next_id += n
+        return ids
+
+    def close(self, stream_id: int) -> None:
+        self._get(stream_id)
+        del self.streams[stream_id]
+
+    def reset(self, stream_id: int) -> None:
+        self._get(stream_id)
+        self.streams[stream_id] = _Stream()
+
+    def _get(self, stream_id: int) -> _Stream:
+        if stream_id not in self.streams:
+            raise KeyError(f"No open stream {stream_id}.")
+        return self.streams[stream_id]
+
+    def text(self, stream_id: int) -> str:
+        return self._get(stream_id).text
+
+    # Steps run under inference_mode (~10% off a keystroke); what leaves the encoder is cloned into
+    # ordinary tensors, so callers may use it anywhere, autograd included.
+    def embedding(self, stream_id: int) -> torch.Tensor:
+        """The current embedding of a stream ([output_size]; zeros before its first token)."""
+        return self._state(self._get(stream_id)).last_embedding[0].clone()
+
+    def state(self, stream_id: int) -> TF2RNNState:
+        """The model state of the stream's whole text (batch of 1)."""
+        return self._state(self._get(stream_id)).clone()
+
+    def nbytes(self, stream_id: int) -> int:
+        """Bytes of model state a stream holds: its current state plus the checkpoints kept so that deletes
+        are pops (one per finished word, and per token of the current word; per character for bytes)."""
+        s = self._get(stream_id)
+        states = [self._state(s), *(b.state for b in s.boundaries), *s.word_states, *s.char_states,
+                  *(st for b in s.boundaries for st in b.word_states or ())]
+        seen = {}
+        for state in filter(None, states):
+            for t in state._tensors():
+                seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return sum(seen.values())
+
+    def _base(self, s: _Stream) -> TF2RNNState:
+        return s.boundaries[-1].state if s.boundaries else self._empty
+
+    def _state(self, s: _Stream) -> TF2RNNState:
+        if self.byte_level:
+            return s.char_states[-1] if s.char_states else self._empty
+        return s.word_states[-1] if s.word_states else self._base(s)
+
+    # ------------------------------------------------------------ edits
+
+    def type(self, edits: Dict[int, str]) -> Dict[int, torch.Tensor]:
+        """Append text to streams; returns each edited stream's new embedding."""
+        for stream_id, text in edits.items():
+            if not isinstance(text, str):
+                raise TypeError(f"type() takes str, got {type(text).__name__} for stream {stream_id}.")
+        if self.byte_level:
+            self._type_bytes(edits)
+            return {i: self.embedding(i) for i in edits}
+        for stream_id, text in edits.items():
+            s = self._get(stream_id)
+            dirty = False
+            for char in text:
+                if is_boundary(char):
+                    if dirty:  # the word was typed in this same call: run it before closing it
+                        self._refresh([stream_id])
+                        dirty = False
+                    # The word is complete and its state computed, so this is a push.
+                    s.boundaries.append(_Boundary(len(s.text) + 1, self._state(s), s.word_tokens, s.word_states))
+                    s.word_tokens, s.word_states = [], []
+                    self._cap(s, s.boundaries, lambda b: _Boundary(b.start, None, None, None))
+                else:
+                    dirty = True
+                s.text += char
+        self._refresh(list(edits))
+        return {i: self.embedding(i) for i in edits}
+
+    def delete(self, edits: Dict[int, int]) -> Dict[int, torch.Tensor]:
+        """Remove the last n characters of streams; returns each stream's new embedding."""
+        rebuild = {}
+        for stream_id, n in edits.items():
+            s = self._get(stream_id)
+            if n < 0:
+                raise ValueError(f"Cannot delete a negative number of characters ({n}).")
+            if n > len(s.text):
+                raise ValueError(f"Cannot delete {n} characters from stream {stream_id}: it holds {len(s.text)}.")
+            s.text = s.text[:len(s.text) - n]
+            del s.char_states[len(s.text):]  # byte-level: one state per character, popped
+            while s.boundaries and s.boundaries[-1].start > len(s.text):
+                popped = s.boundaries.pop()  # a pop, never a re-encode
+                s.word_tokens, s.word_states = popped.word_tokens, popped.word_states
+            s.dropped = min(s.dropped, len(s.char_states) if self.byte_level else len(s.boundaries))
+            if (s.word_states is None or (s.boundaries and s.boundaries[-1].state is None)
+                    or (s.char_states and s.char_states[-1] is None)):
+                rebuild[stream_id] = s.text  # deleted past the checkpoints max_checkpoints kept
+        for stream_id in rebuild:
+            self.streams[stream_id] = _Stream()
+        if rebuild:
+            self.type(rebuild)
+        if not self.byte_level:
+            self._refresh([i for i in edits if i not in rebuild])
+        return {i: self.embedding(i) for i in edits}
+
+    def _cap(self, s: _Stream, checkpoints: list, drop) -> None:
+        """Let go of the oldest checkpoints beyond max_checkpoints (they are a prefix of the list)."""
+        if self.max_checkpoints is None:
+            return
+        while len(checkpoints) - s.dropped > self.max_checkpoints:
+            checkpoints[s.dropped] = drop(checkpoints[s.dropped])
+            s.dropped += 1
+
+    def _word_tokens(self, word: str) -> List[int]:
+        if self.backend is not None:
+            return self.backend.encode(word, add_special_tokens=False).ids
+        return self.tokenizer(word, add_special_tokens=False)["input_ids"]
+
+    @torch.inference_mode()
+    def _type_bytes(self, edits: Dict[int, str]) -> None:
+        """Byte-level: step each stream's new bytes, batched across streams, keeping the state after each
+        character."""
+        offset = self.tokenizer.offset
+        pending = []  # [stream, [(byte id, ends a character)], current state]
+        for stream_id, text in edits.items():
+            s = self._get(stream_id)
+            steps = [(b + offset, k == len(enc) - 1) for ch in text for enc in [ch.encode("utf-8")]
+                     for k, b in enumerate(enc)]
+            s.text += text
+            if steps:
+                pending.append([s, steps, self._state(s)])
+        for r in range(max((len(p[1]) for p in pending), default=0)):
+            active = [p for p in pending if len(p[1]) > r]
+            for p, new in zip(active, self._step([p[2] for p in active], [p[1][r][0] for p in active])):
+                p[2] = new
+                if p[1][r][1]:
+                    p[0].char_states.append(new)
+                    self._cap(p[0], p[0].char_states, lambda _: None)
+
+    @torch.inference_mode()
+    def _refresh(self, stream_ids: Iterable[int]) -> None:
+        """Re-tokenise each stream's current word and step the tokens that changed, batched."""
+        pending: List[Tuple[_Stream, List[int]]] = []
+        for i in stream_ids:
+            s = self.streams[i]
+            start = s.boundaries[-1].start if s.boundaries else 0
+            tokens = self._word_tokens(s.text[start:])
+            keep = 0
+            while keep < min(len(tokens), len(s.word_tokens)) and tokens[keep] == s.word_tokens[keep]:
+                keep += 1
+            s.word_tokens, s.word_states = s.word_tokens[:keep], s.word_states[:keep]
+            if len(tokens) > keep:
+                pending.append((s, tokens[keep:]))
+        rounds = max((len(t) for _, t in pending), default=0)
+        for r in range(rounds):
+            active = [(s, t[r]) for s, t in pending if len(t) > r]
+            stepped = self._step([self._state(s) for s, _ in active], [tok for _, tok in active])
+            for (s, tok), new in zip(active, stepped):
+                s.word_tokens.append(tok)
+                s.word_states.append(new)
+
+    def _step(self, states: List[TF2RNNState], ids: List[int]) -> List[TF2RNNState]:
+        """One step of several streams in one batched model call (`model.step`); a single stream (a
+        keystroke at batch 1) skips the concatenating and splitting."""
+        batch = states[0] if len(states) == 1 else TF2RNNState.concat(states)
+        _, new = self.model.step(torch.tensor(ids, dtype=torch.long, device=batch.device), batch)
+        return [new] if len(states) == 1 else [new.index_select([row]) for row in range(len(states))]
+
+
+class StreamingEncoder:
+    """One stream: `type("Hel")`, `delete(1)`, `.embedding`, `.text`, `reset()`.
+
+    >>> enc = StreamingEncoder(model, tokenizer)
+    >>> enc.type("search as you ty"); enc.delete(2); enc.type("type")
+    >>> enc.embedding  # equals model(tokenizer("search as you type")).pooler_output[0]
+    """
+
+    def __init__(self, model: TF2RNNModel, tokenizer, batch: Optional[BatchStreamingEncoder] = None,
+                 max_checkpoints: Optional[int] = None):
+        self._batch = batch or BatchStreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
+        (self._id,) = self._batch.open(1)
+
+    def type(self, text: str) -> torch.Tensor:
+        """Append `text` (any number of characters); returns the new embedding."""
+        return self._batch.type({self._id: text})[self._id]
+
+    def delete(self, n: int = 1) -> torch.Tensor:
+        """Remove the last `n` characters; ValueError if the stream holds fewer."""
+        return self._batch.delete({self._id: n})[self._id]
+
+    def reset(self) -> None:
+        self._batch.reset(self._id)
+
+    @property
+    def text(self) -> str:
+        return self._batch.text(self._id)
+
+    @property
+    def embedding(self) -> torch.Tensor:
+        return self._batch.embedding(self._id)
+
+    @property
+    def state(self) -> TF2RNNState:
+        return self._batch.state(self._id)
+
+
+def keystroke_embeddings(model: TF2RNNModel, tokenizer, text: str) -> torch.Tensor:
+    """The streamed embedding after each character of `text` is typed: [len(text), output_size]."""
+    encoder = StreamingEncoder(model, tokenizer)
+    return torch.stack([encoder.type(char) for char in text]) if text else torch.zeros(0, model.config.output_size)

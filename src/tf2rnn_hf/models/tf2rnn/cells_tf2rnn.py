@@ -1,0 +1,473 @@
+"""Student cells: recurrent layers behind one interface.
+
+Every cell maps inputs [batch, steps, embedding_size] to per-layer outputs [batch, steps, hidden_size] and
+carries a tuple of batch-first tensors as its state. The all-zero state is the initial state, so a state
+can be reset by zeroing it. `forward` takes rows whose real steps are left-aligned (`lengths` real steps
+each, padding after them); the model compacts arbitrary masks into that form. After `forward`, the
+returned state is the state after each row's last real step; outputs at padding positions are unused.
+`step` advances every row by one real step. `forward` and repeated `step` agree.
+"""
+
+import math
+from typing import List, Tuple
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .configuration_tf2rnn import CELL_TYPES, TF2RNNConfig
+
+State = Tuple[torch.Tensor, ...]
+
+
+def _gather_steps(x: torch.Tensor, lengths: torch.Tensor, initial: torch.Tensor) -> torch.Tensor:
+    """Pick x[b, lengths[b] - 1] per row ([B, T, ...] -> [B, ...]); rows of length 0 take `initial`."""
+    index = (lengths - 1).clamp(min=0).view(-1, *([1] * (x.dim() - 1))).expand(-1, 1, *x.shape[2:])
+    picked = x.gather(1, index).squeeze(1)
+    keep = (lengths > 0).view(-1, *([1] * (picked.dim() - 1)))
+    return torch.where(keep, picked, initial)
+
+
+class TF2RNNCell(nn.Module):
+    """The cell interface: `init_state`, `forward` over left-aligned rows, and `step`."""
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__()
+        self.config = config
+
+    def state_shapes(self) -> List[Tuple[int, ...]]:
+        """Per-row shape of each state tensor (without the batch dimension)."""
+        raise NotImplementedError
+
+    def init_state(self, batch_size: int, device=None, dtype=None) -> State:
+        """The initial (all-zero) state for `batch_size` rows."""
+        return tuple(torch.zeros(batch_size, *shape, device=device, dtype=dtype) for shape in self.state_shapes())
+
+    def forward(self, inputs: torch.Tensor, state: State, lengths: torch.Tensor) -> Tuple[List[torch.Tensor], State]:
+        raise NotImplementedError
+
+    def step(self, inputs: torch.Tensor, state: State) -> Tuple[torch.Tensor, State]:
+        """One real step for every row: inputs [B, embedding_size] -> top-layer output [B, hidden_size]."""
+        outputs, state = self.forward(inputs[:, None], state, torch.ones(inputs.shape[0], dtype=torch.long,
+                                                                        device=inputs.device))
+        return outputs[-1][:, 0], state
+
+
+class GRUCell(TF2RNNCell):
+    """Stacked GRU layers (the seed's student). Sequences run through `torch.nn.GRU` (fused kernels);
+    one layer per module so per-layer outputs are available; a step is the same module on one step."""
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__(config)
+        sizes = [config.embedding_size] + [config.hidden_size] * config.num_hidden_layers
+        self.layers = nn.ModuleList(self._make_layer(i, o) for i, o in zip(sizes[:-1], sizes[1:]))
+
+    def _make_layer(self, input_size: int, hidden_size: int) -> nn.Module:
+        return nn.GRU(input_size, hidden_size, batch_first=True)
+
+    def state_shapes(self):
+        return [(self.config.num_hidden_layers, self.config.hidden_size)]
+
+    def _run(self, layer, x, hidden, lengths, full):
+        if full:
+            return layer(x, hidden)
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.clamp(min=1).cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        out, hidden = layer(packed, hidden)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])
+        return out, hidden
+
+    def forward(self, inputs, state, lengths):
+        (h,) = state
+        full = bool((lengths == inputs.shape[1]).all())
+        outputs, finals, x = [], [], inputs
+        for i, layer in enumerate(self.layers):
+            x, h_n = self._run(layer, x, h[:, i].unsqueeze(0).contiguous(), lengths, full)
+            outputs.append(x)
+            finals.append(h_n[0])
+        new_h = torch.stack(finals, dim=1)
+        new_h = torch.where((lengths > 0).view(-1, 1, 1), new_h, h)
+        return outputs, (new_h,)
+
+    def step(self, inputs, state):
+        (h,) = state
+        if len(self.layers) == 1:  # the keystroke hot path: [B, 1, H] <-> [1, B, H] are free views here
+            x, h_n = self.layers[0](inputs[:, None], h.transpose(0, 1))
+            return x[:, 0], (h_n.transpose(0, 1),)
+        x, finals = inputs[:, None], []
+        for i, layer in enumerate(self.layers):
+            x, h_n = layer(x, h[:, i].unsqueeze(0).contiguous())
+            finals.append(h_n[0])
+        return x[:, 0], (torch.stack(finals, dim=1),)
+
+
+class LSTMCell(GRUCell):
+    """Stacked LSTM layers; the state holds h and c per layer."""
+
+    def _make_layer(self, input_size, hidden_size):
+        return nn.LSTM(input_size, hidden_size, batch_first=True)
+
+    def state_shapes(self):
+        shape = (self.config.num_hidden_layers, self.config.hidden_size)
+        return [shape, shape]
+
+    def forward(self, inputs, state, lengths):
+        h, c = state
+        full = bool((lengths == inputs.shape[1]).all())
+        outputs, hs, cs, x = [], [], [], inputs
+        for i, layer in enumerate(self.layers):
+            hidden = (h[:, i].unsqueeze(0).contiguous(), c[:, i].unsqueeze(0).contiguous())
+            x, (h_n, c_n) = self._run(layer, x, hidden, lengths, full)
+            outputs.append(x)
+            hs.append(h_n[0])
+            cs.append(c_n[0])
+        started = (lengths > 0).view(-1, 1, 1)
+        return outputs, (torch.where(started, torch.stack(hs, 1), h), torch.where(started, torch.stack(cs, 1), c))
+
+    def step(self, inputs, state):
+        h, c = state
+        x, hs, cs = inputs[:, None], [], []
+        for i, layer in enumerate(self.layers):
+            x, (h_n, c_n) = layer(x, (h[:, i].unsqueeze(0).contiguous(), c[:, i].unsqueeze(0).contiguous()))
+            hs.append(h_n[0])
+            cs.append(c_n[0])
+        return x[:, 0], (torch.stack(hs, 1), torch.stack(cs, 1))
+
+
+def _phi(x: torch.Tensor) -> torch.Tensor:
+    return F.elu(x) + 1.0
+
+
+class _FeedForward(nn.Module):
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__()
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.up = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, config.hidden_size)
+
+    def forward(self, x):
+        return x + self.down(F.gelu(self.up(self.norm(x))))
+
+
+class _LinearAttentionMixer(nn.Module):
+    """Causal linear attention (Katharopoulos et al. 2020) over `heads` heads of one layer.
+
+    Kept from the paper: phi(x) = elu(x) + 1, the state S = sum phi(k) v^T and z = sum phi(k), the output
+    phi(q) S / phi(q) z, the parallel causal form for training and the recurrent form for steps.
+    Changed to stream forever: S and z are kept as running means (divided by the number of steps seen).
+    The ratio phi(q)S / phi(q)z is unchanged by that scaling, but the state no longer grows with the
+    text, so 100,000 steps stay finite even in half precision.
+    """
+
+    def __init__(self, config: TF2RNNConfig, heads: int):
+        super().__init__()
+        self.heads, self.head_dim = heads, config.hidden_size // config.num_attention_heads
+        width = heads * self.head_dim
+        self.qkv = nn.Linear(config.hidden_size, 3 * width)
+        self.eps = 1e-6
+
+    def state_shapes(self):
+        return [(self.heads, self.head_dim, self.head_dim), (self.heads, self.head_dim), (1,)]
+
+    def _split(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.heads, self.head_dim).unbind(2)
+        return _phi(q).transpose(1, 2), _phi(k).transpose(1, 2), v.transpose(1, 2)  # [B, H, T, d]
+
+    def forward(self, x, state, lengths):
+        s_mean, z_mean, count = state
+        q, k, v = self._split(x)
+        t = x.shape[1]
+        valid = (torch.arange(t, device=x.device)[None] < lengths[:, None]).to(x.dtype)  # [B, T]
+        k = k * valid[:, None, :, None]
+        v = v * valid[:, None, :, None]
+        s0 = s_mean * count[:, :, None, None]
+        z0 = z_mean * count[:, :, None]
+        scores = (q @ k.transpose(-1, -2)).tril()  # [B, H, T, T], causal
+        num = scores @ v + q @ s0
+        den = scores.sum(-1) + (q * z0[:, :, None]).sum(-1)
+        n_t = count + torch.cumsum(valid, dim=1)  # steps seen after each position
+        scale = n_t.clamp(min=1.0)[:, None, :]
+        out = (num / scale[..., None]) / (den / scale + self.eps)[..., None]
+        out = out.transpose(1, 2).reshape(x.shape[0], t, -1)
+        n_final = count + valid.sum(1, keepdim=True)
+        denom = n_final.clamp(min=1.0)
+        s_new = (s0 + k.transpose(-1, -2) @ v) / denom[:, :, None, None]
+        z_new = (z0 + k.sum(2)) / denom[:, :, None]
+        return out, (s_new, z_new, n_final)
+
+    def step(self, x, state):
+        s_mean, z_mean, count = state
+        q, k, v = (y[:, :, 0] for y in self._split(x[:, None]))  # [B, H, d]
+        n = count + 1.0
+        s_new = s_mean + (k[..., :, None] * v[..., None, :] - s_mean) / n[:, :, None, None]
+        z_new = z_mean + (k - z_mean) / n[:, :, None]
+        num = (q[..., None, :] @ s_new).squeeze(-2)
+        den = (q * z_new).sum(-1, keepdim=True)
+        return (num / (den + self.eps)).reshape(x.shape[0], -1), (s_new, z_new, n)
+
+
+class _AttentionLayer(nn.Module):
+    """Pre-norm block: mixer + residual, then feed-forward + residual."""
+
+    def __init__(self, config: TF2RNNConfig, mixer: nn.Module):
+        super().__init__()
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.mixer = mixer
+        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.ffn = _FeedForward(config)
+
+    def forward(self, x, state, lengths):
+        y, state = self.mixer(self.norm(x), state, lengths)
+        return self.ffn(x + self.out(y)), state
+
+    def step(self, x, state):
+        y, state = self.mixer.step(self.norm(x), state)
+        return self.ffn(x + self.out(y)), state
+
+
+class _StackedCell(TF2RNNCell):
+    """Input projection, then `num_hidden_layers` blocks whose states are concatenated in one tuple."""
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__(config)
+        self.proj = nn.Linear(config.embedding_size, config.hidden_size)
+        self.layers = nn.ModuleList(_AttentionLayer(config, self._make_mixer(config))
+                                    for _ in range(config.num_hidden_layers))
+        self._per_layer = len(self.layers[0].mixer.state_shapes())
+
+    def _make_mixer(self, config):
+        raise NotImplementedError
+
+    def state_shapes(self):
+        return [s for layer in self.layers for s in layer.mixer.state_shapes()]
+
+    def _layer_state(self, state, i):
+        return state[i * self._per_layer:(i + 1) * self._per_layer]
+
+    chunk_size = 128  # the parallel form costs O(T^2); longer inputs run chunk by chunk, carrying the state
+
+    def forward(self, inputs, state, lengths):
+        if inputs.shape[1] > self.chunk_size:
+            pieces = []
+            for start in range(0, inputs.shape[1], self.chunk_size):
+                chunk = inputs[:, start:start + self.chunk_size]
+                outs, state = self.forward(chunk, state, (lengths - start).clamp(0, chunk.shape[1]))
+                pieces.append(outs)
+            return [torch.cat(layer_outs, 1) for layer_outs in zip(*pieces)], state
+        x, outputs, new_state = self.proj(inputs), [], []
+        for i, layer in enumerate(self.layers):
+            x, s = layer(x, self._layer_state(state, i), lengths)
+            outputs.append(x)
+            new_state.extend(s)
+        return outputs, tuple(new_state)
+
+    def step(self, inputs, state):
+        x, new_state = self.proj(inputs), []
+        for i, layer in enumerate(self.layers):
+            x, s = layer.step(x, self._layer_state(state, i))
+            new_state.extend(s)
+        return x, tuple(new_state)
+
+
+class LinearAttentionCell(_StackedCell):
+    """`linear_attention`: "Transformers are RNNs" layers (see `_LinearAttentionMixer`)."""
+
+    def _make_mixer(self, config):
+        return _LinearAttentionMixer(config, config.num_attention_heads)
+
+
+class _REMMixer(nn.Module):
+    """Recurrence-encoding heads (Huang et al., "Encoding Recurrence into Transformers") mixed with
+    linear attention.
+
+    Kept from the paper: REM heads whose weights over past positions are lambda^(t-i) (real decay,
+    lambda = tanh(eta)) or gamma^(t-i) cos((t-i) theta) (cyclic, gamma = sigmoid(nu)), mixed with an
+    attention head by a learned gate sigmoid(mu) per head, as RSA mixes REM and self-attention.
+    Changed to stream: the REM matrix applied to the values is run as its equivalent recurrence
+    s_t = lambda s_{t-1} + (1 - |lambda|) v_t (a complex rotation for cyclic heads), and the attention
+    part is causal linear attention, so the whole state is O(1) in the text length. The (1 - |lambda|)
+    input scale keeps s bounded by max |v|. Decays start spread over time scales of 2..256 steps.
+    """
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__()
+        self.heads, self.head_dim = config.num_attention_heads, config.hidden_size // config.num_attention_heads
+        self.n_real, self.n_cyc = config.rem_real_heads, config.rem_cyclic_heads
+        self.attention = _LinearAttentionMixer(config, self.heads)
+        d = self.head_dim
+        scales = torch.logspace(math.log10(2.0), math.log10(256.0), max(1, (self.n_real + self.n_cyc) * d))
+        decays = 1.0 - 1.0 / scales  # target |lambda|, gamma spread over time scales
+        real = decays[: self.n_real * d].view(self.n_real, d)
+        cyc = decays[self.n_real * d: (self.n_real + self.n_cyc) * d].view(self.n_cyc, d)
+        self.eta = nn.Parameter(torch.atanh(real.clamp(max=0.999)))
+        self.nu = nn.Parameter(torch.logit(cyc.clamp(max=0.999)))
+        periods = torch.logspace(math.log10(4.0), math.log10(64.0), max(1, self.n_cyc * d))[: self.n_cyc * d]
+        self.theta = nn.Parameter((2 * math.pi / periods).view(self.n_cyc, d))
+        self.mu = nn.Parameter(torch.zeros(self.n_real + self.n_cyc))  # gate starts at 0.5
+
+    def state_shapes(self):
+        d = self.head_dim
+        return self.attention.state_shapes() + [(self.n_real, d), (self.n_cyc, d), (self.n_cyc, d)]
+
+    def _values(self, x):
+        """The value vectors of the REM heads ([B, T, heads_rem, d]), shared with the attention part."""
+        b, t, _ = x.shape
+        v = self.attention.qkv(x).view(b, t, 3, self.heads, self.head_dim)[:, :, 2]
+        return v[:, :, : self.n_real], v[:, :, self.n_real: self.n_real + self.n_cyc]
+
+    def _mix(self, attn, rem_real, rem_cyc):
+        """attn [..., heads, d]; rem_* [..., n, d] -> gated mixture per REM head."""
+        rem = torch.cat([rem_real, rem_cyc], dim=-2)
+        gate = torch.sigmoid(self.mu)[:, None]
+        n = rem.shape[-2]
+        mixed = (1 - gate) * attn[..., :n, :] + gate * rem
+        return torch.cat([mixed, attn[..., n:, :]], dim=-2)
+
+    def forward(self, x, state, lengths):
+        b, t, _ = x.shape
+        att_state, (r0, c0_re, c0_im) = state[:3], state[3:]
+        attn, att_new = self.attention(x, att_state, lengths)
+        v_real, v_cyc = self._values(x)
+        pos = torch.arange(t, device=x.device, dtype=x.dtype)
+        lag = (pos[:, None] - pos[None, :])  # [T, T] t - i
+        causal = lag >= 0
+        lag = lag.clamp(min=0)
+        lam = torch.tanh(self.eta)  # [n_real, d]
+        # real heads: s_t = lam^(t+1) s_0 + sum_{i<=t} lam^(t-i) (1-|lam|) v_i
+        w_real = torch.where(causal, torch.pow(lam[..., None, None], lag), torch.zeros((), dtype=x.dtype))
+        real = torch.einsum("hdti,bihd->bthd", w_real, v_real * (1 - lam.abs()))
+        real = real + torch.pow(lam, pos[:, None, None] + 1) * r0[:, None]
+        gamma, theta = torch.sigmoid(self.nu), self.theta
+        decay = torch.where(causal, torch.pow(gamma[..., None, None], lag), torch.zeros((), dtype=x.dtype))
+        angle = lag * theta[..., None, None]
+        vin = v_cyc * (1 - gamma)
+        cyc_re = torch.einsum("hdti,bihd->bthd", decay * torch.cos(angle), vin)
+        cyc_im = torch.einsum("hdti,bihd->bthd", decay * torch.sin(angle), vin)
+        steps = pos[:, None, None] + 1
+        g_t, a_t = torch.pow(gamma, steps), steps * theta
+        cyc_re = cyc_re + g_t * (torch.cos(a_t) * c0_re[:, None] - torch.sin(a_t) * c0_im[:, None])
+        cyc_im = cyc_im + g_t * (torch.sin(a_t) * c0_re[:, None] + torch.cos(a_t) * c0_im[:, None])
+        out = self._mix(attn.view(b, t, self.heads, self.head_dim), real, cyc_re).reshape(b, t, -1)
+        new = (_gather_steps(real, lengths, r0), _gather_steps(cyc_re, lengths, c0_re),
+               _gather_steps(cyc_im, lengths, c0_im))
+        return out, tuple(att_new) + new
+
+    def step(self, x, state):
+        att_state, (r0, c_re, c_im) = state[:3], state[3:]
+        attn, att_new = self.attention.step(x, att_state)
+        v_real, v_cyc = (v[:, 0] for v in self._values(x[:, None]))
+        lam = torch.tanh(self.eta)
+        real = lam * r0 + (1 - lam.abs()) * v_real
+        gamma = torch.sigmoid(self.nu)
+        cos, sin = torch.cos(self.theta), torch.sin(self.theta)
+        re = gamma * (cos * c_re - sin * c_im) + (1 - gamma) * v_cyc
+        im = gamma * (sin * c_re + cos * c_im)
+        out = self._mix(attn.view(x.shape[0], self.heads, self.head_dim), real, re).reshape(x.shape[0], -1)
+        return out, tuple(att_new) + (real, re, im)
+
+
+class REMCell(_StackedCell):
+    """`rem`: layers of REM heads gated with linear-attention heads (see `_REMMixer`)."""
+
+    def _make_mixer(self, config):
+        return _REMMixer(config)
+
+
+class _MultiStateLayer(nn.Module):
+    """A bounded multi-state RNN layer (Oren et al. 2024, "Transformers are Multi-State RNNs").
+
+    Kept from the paper: the state is a set of at most K slot vectors (the MSRNN view of a KV cache),
+    read by attention from the current query, and when the set is full the slot with the lowest
+    attention weight at this step is evicted (TOVA). The update is the causal form of StarSaber's
+    fixed-point step: h_t = tanh(V x_t + sum_i G_ti U h_i), G_t = softmax_i((W_q h_{t-1}) . (W_k h_i) / sqrt(H)).
+    Changed: the new h_t always enters the set; eviction chooses among the K older slots only. With
+    K >= the text length nothing is evicted: the unbounded multi-state RNN.
+    """
+
+    def __init__(self, config: TF2RNNConfig, input_size: int):
+        super().__init__()
+        h = config.hidden_size
+        self.k = config.num_slots
+        self.V = nn.Linear(input_size, h)
+        self.U = nn.Linear(h, h, bias=False)
+        self.q = nn.Linear(h, h, bias=False)
+        self.key = nn.Linear(h, h, bias=False)
+        self.scale = 1.0 / math.sqrt(h)
+
+    def state_shapes(self, hidden_size: int):
+        return [(self.k, hidden_size), (self.k,), (hidden_size,)]
+
+    def attention_weights(self, prev: torch.Tensor, slots: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        """Softmax over the valid slots of the query from `prev`; rows with no slot get all zeros."""
+        scores = torch.einsum("bh,bkh->bk", self.q(prev), self.key(slots)) * self.scale
+        scores = scores.masked_fill(valid <= 0, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        return torch.nan_to_num(weights, nan=0.0)
+
+    def step(self, x, state):
+        slots, valid, prev = state
+        g = self.attention_weights(prev, slots, valid)
+        h = torch.tanh(self.V(x) + torch.einsum("bk,bkh->bh", g, self.U(slots)))
+        count = valid.sum(-1)
+        full = count >= self.k
+        # TOVA: when full, replace the slot with the lowest weight at this step; else fill the next one.
+        evict = g.masked_fill(valid <= 0, float("inf")).argmin(-1)
+        target = torch.where(full, evict, count.long().clamp(max=self.k - 1))
+        onehot = F.one_hot(target, self.k).to(x.dtype)
+        slots = slots * (1 - onehot[..., None]) + onehot[..., None] * h[:, None]
+        valid = torch.maximum(valid, onehot)
+        return h, (slots, valid, h)
+
+
+class MultiStateCell(TF2RNNCell):
+    """`multistate`: stacked bounded multi-state layers (see `_MultiStateLayer`), run step by step."""
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__(config)
+        sizes = [config.embedding_size] + [config.hidden_size] * config.num_hidden_layers
+        self.layers = nn.ModuleList(_MultiStateLayer(config, i) for i in sizes[:-1])
+
+    def state_shapes(self):
+        return [s for layer in self.layers for s in layer.state_shapes(self.config.hidden_size)]
+
+    def _step_all(self, x, state):
+        new_state = []
+        for i, layer in enumerate(self.layers):
+            x, s = layer.step(x, state[3 * i: 3 * i + 3])
+            new_state.extend(s)
+        return x, tuple(new_state)
+
+    def forward(self, inputs, state, lengths):
+        b, t, _ = inputs.shape
+        per_step = []
+        for j in range(t):
+            x, stepped = self._step_all(inputs[:, j], state)
+            live = (j < lengths)
+            state = tuple(torch.where(live.view(-1, *([1] * (new.dim() - 1))), new, old)
+                          for new, old in zip(stepped, state))
+            per_step.append([state[3 * i + 2] for i in range(len(self.layers))])
+        if t == 0:
+            return [inputs.new_zeros(b, 0, self.config.hidden_size) for _ in self.layers], state
+        outputs = [torch.stack([s[i] for s in per_step], dim=1) for i in range(len(self.layers))]
+        return outputs, state
+
+    def step(self, inputs, state):
+        return self._step_all(inputs, state)
+
+
+CELLS = {
+    "gru": GRUCell,
+    "lstm": LSTMCell,
+    "linear_attention": LinearAttentionCell,
+    "rem": REMCell,
+    "multistate": MultiStateCell,
+}
+
+
+assert tuple(CELLS) == CELL_TYPES, "configuration_tf2rnn.CELL_TYPES names the cells of CELLS, in order"
+
+
+def build_cell(config: TF2RNNConfig) -> TF2RNNCell:
+    """The cell named by `config.cell_type`."""
+    return CELLS[config.cell_type](config)

@@ -1,0 +1,174 @@
+"""TF2RNN configuration: a recurrent student that follows a transformer's prefix-embedding trajectory."""
+
+from typing import List, Optional
+
+from transformers import PretrainedConfig
+
+CELL_TYPES = ("gru", "lstm", "linear_attention", "rem", "multistate")
+GRANULARITIES = ("token", "byte")
+MAX_TOKENS, MAX_BYTES = 256, 1024
+
+
+class TF2RNNConfig(PretrainedConfig):
+    r"""
+    Configuration of a [`TF2RNNModel`]: token table -> recurrent cell layers -> readout to the teacher's space.
+
+    Args:
+        vocab_size (`int`, defaults to 30522):
+            Size of the token table; the teacher's vocabulary when built with `TF2RNNModel.from_teacher`.
+        embedding_size (`int`, *optional*):
+            Width of the token table. Defaults to `output_size`, so the table can start from the teacher's
+            own output vector for each token.
+        hidden_size (`int`, defaults to 768):
+            Width of each recurrent layer's state (for attention-like cells: the model width).
+        num_hidden_layers (`int`, defaults to 1):
+            Number of stacked recurrent layers.
+        cell_type (`str`, defaults to `"gru"`):
+            One of `"gru"`, `"lstm"`, `"linear_attention"`, `"rem"`, `"multistate"`.
+        output_size (`int`, defaults to 384):
+            Width of the embedding; must equal the teacher's embedding width.
+        teacher_hidden_size (`int`, *optional*):
+            The teacher's embedding width, recorded to check `output_size` against it.
+        num_attention_heads (`int`, defaults to 4):
+            Heads of the `linear_attention` and `rem` cells.
+        intermediate_size (`int`, *optional*):
+            Feed-forward width of the attention-like cells (defaults to 2 * hidden_size).
+        rem_real_heads (`int`, defaults to 1):
+            `rem` only: heads with a real decay lambda = tanh(eta).
+        rem_cyclic_heads (`int`, defaults to 1):
+            `rem` only: heads with a damped rotation gamma = sigmoid(nu), angle theta. The remaining heads
+            are linear-attention heads.
+        num_slots (`int`, defaults to 32):
+            `multistate` only: K, the most slot vectors kept; the lowest-weight slot is evicted (TOVA).
+        residual_token_mean (`bool`, defaults to `True`):
+            Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
+            the cell then learns a correction instead of the whole embedding.
+        dropout (`float`, defaults to 0.0):
+            Dropout on the cell's inputs during training.
+        skip_token_ids (`List[int]`, *optional*):
+            Token ids treated as no-ops (the tokenizer's [CLS], [SEP], [PAD]), so text tokenised with or
+            without special tokens gives the same embedding.
+        granularity (`str`, defaults to `"token"`):
+            Unit of one step: `"token"` (the teacher's WordPiece tokens) or `"byte"` (UTF-8 bytes with
+            ByT5's byte tokenizer: one step per ASCII keystroke, no tokenizer state, any script).
+        teacher_name_or_path (`str`, *optional*):
+            The teacher the student was distilled from, for model cards and evaluation.
+        initializer_range (`float`, defaults to 0.02):
+            Standard deviation of the normal initialisation of linear layers.
+        layer_norm_eps (`float`, defaults to 1e-5):
+            Epsilon of layer norms in the attention-like cells.
+        state_lift (`bool`, defaults to `False`):
+            Training only: the distillation student (`tf2rnn_hf.distill.TF2RNNForDistillation`) adds a learned
+            map from a teacher embedding to a cell state (`gru`/`lstm` only) for the teacher-transition loss
+            and scheduled sampling. `TF2RNNModel` ignores it, and ignores those weights in a checkpoint.
+        use_cache (`bool`, defaults to `True`):
+            Whether `forward` returns the `past_state` to continue from.
+
+    Example:
+
+    ```python
+    >>> from tf2rnn_hf import TF2RNNConfig, TF2RNNModel
+
+    >>> # A one-layer GRU-768 student of a 384-dimensional teacher (all-MiniLM-L6-v2)
+    >>> configuration = TF2RNNConfig(cell_type="gru", hidden_size=768, output_size=384)
+    >>> model = TF2RNNModel(configuration)  # randomly initialised; see tf2rnn_hf.distill.build_student
+    >>> configuration = model.config
+    ```
+    """
+
+    model_type = "tf2rnn"
+
+    def __init__(
+        self,
+        vocab_size: int = 30522,
+        embedding_size: Optional[int] = None,
+        hidden_size: int = 768,
+        num_hidden_layers: int = 1,
+        cell_type: str = "gru",
+        output_size: int = 384,
+        teacher_hidden_size: Optional[int] = None,
+        num_attention_heads: int = 4,
+        intermediate_size: Optional[int] = None,
+        rem_real_heads: int = 1,
+        rem_cyclic_heads: int = 1,
+        num_slots: int = 32,
+        residual_token_mean: bool = True,
+        dropout: float = 0.0,
+        skip_token_ids: Optional[List[int]] = None,
+        granularity: str = "token",
+        teacher_name_or_path: Optional[str] = None,
+        initializer_range: float = 0.02,
+        layer_norm_eps: float = 1e-5,
+        state_lift: bool = False,
+        use_cache: bool = True,
+        pad_token_id: int = 0,
+        **kwargs,
+    ):
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size if embedding_size is not None else output_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.cell_type = cell_type
+        self.output_size = output_size
+        self.teacher_hidden_size = teacher_hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size if intermediate_size is not None else 2 * hidden_size
+        self.rem_real_heads = rem_real_heads
+        self.rem_cyclic_heads = rem_cyclic_heads
+        self.num_slots = num_slots
+        self.residual_token_mean = residual_token_mean
+        self.dropout = dropout
+        self.skip_token_ids = list(skip_token_ids) if skip_token_ids is not None else []
+        self.granularity = granularity
+        self.teacher_name_or_path = teacher_name_or_path
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        self.state_lift = state_lift
+        self.use_cache = use_cache
+        self._validate()
+        super().__init__(pad_token_id=pad_token_id, **kwargs)
+
+    @property
+    def max_input_length(self) -> int:
+        """Steps read from one text by the bulk encoders and sentence-transformers: 256 tokens (the
+        teacher's own limit), or 1,024 bytes for a byte student."""
+        return MAX_BYTES if self.granularity == "byte" else MAX_TOKENS
+
+    def _validate(self) -> None:
+        if self.cell_type not in CELL_TYPES:
+            raise ValueError(f"Unknown cell_type {self.cell_type!r}; choose one of {', '.join(CELL_TYPES)}.")
+        if self.granularity not in GRANULARITIES:
+            raise ValueError(f"Unknown granularity {self.granularity!r}; choose one of {', '.join(GRANULARITIES)}.")
+        for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "output_size",
+                     "num_attention_heads", "intermediate_size", "num_slots"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        if self.teacher_hidden_size is not None and self.teacher_hidden_size != self.output_size:
+            raise ValueError(
+                f"output_size ({self.output_size}) differs from the teacher's embedding size "
+                f"({self.teacher_hidden_size}); the student must embed into the teacher's space."
+            )
+        if self.cell_type in ("linear_attention", "rem") and self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
+                f"({self.num_attention_heads}) for cell_type {self.cell_type!r}."
+            )
+        if self.cell_type == "rem":
+            if min(self.rem_real_heads, self.rem_cyclic_heads) < 0 or (
+                self.rem_real_heads + self.rem_cyclic_heads > self.num_attention_heads
+            ):
+                raise ValueError(
+                    f"rem_real_heads ({self.rem_real_heads}) + rem_cyclic_heads ({self.rem_cyclic_heads}) must be "
+                    f"non-negative and at most num_attention_heads ({self.num_attention_heads})."
+                )
+        if self.state_lift and self.cell_type not in ("gru", "lstm"):
+            raise ValueError(f"state_lift is available for the gru and lstm cells, not {self.cell_type!r}.")
+        if not 0.0 <= float(self.dropout) < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
+        bad = [i for i in self.skip_token_ids if not 0 <= int(i) < self.vocab_size]
+        if bad:
+            raise ValueError(f"skip_token_ids {bad} lie outside the vocabulary [0, {self.vocab_size}).")
+
+
+TF2RNNConfig.register_for_auto_class()

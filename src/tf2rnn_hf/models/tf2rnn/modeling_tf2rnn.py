@@ -1,0 +1,349 @@
+"""TF2RNN: a recurrent sentence encoder whose state follows a transformer's prefix-embedding trajectory."""
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import PreTrainedModel
+from transformers.utils import ModelOutput
+
+from .cells_tf2rnn import build_cell
+from .configuration_tf2rnn import TF2RNNConfig
+
+
+class TF2RNNState:
+    """Everything needed to continue a batch of texts where they stopped (the model's `past_state`).
+
+    Holds the cell's tensors, the running sum of token vectors and count of real steps (for the
+    mean-pooling readout), and the embedding after each row's last real step. Every tensor is
+    batch-first, so rows can be selected, reordered or concatenated for batched streams.
+    """
+
+    def __init__(self, cell_state: Sequence[torch.Tensor], token_sum: torch.Tensor, seen_tokens: torch.Tensor,
+                 last_embedding: torch.Tensor):
+        self.cell_state = tuple(cell_state)
+        self.token_sum = token_sum
+        self.seen_tokens = seen_tokens
+        self.last_embedding = last_embedding
+
+    def _tensors(self) -> Tuple[torch.Tensor, ...]:
+        return (*self.cell_state, self.token_sum, self.seen_tokens, self.last_embedding)
+
+    @classmethod
+    def _from_tensors(cls, tensors: Sequence[torch.Tensor]) -> "TF2RNNState":
+        return cls(tensors[:-3], *tensors[-3:])
+
+    def _map(self, fn) -> "TF2RNNState":
+        return self._from_tensors([fn(t) for t in self._tensors()])
+
+    @property
+    def batch_size(self) -> int:
+        return self.last_embedding.shape[0]
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.last_embedding.dtype
+
+    @property
+    def device(self) -> torch.device:
+        return self.last_embedding.device
+
+    def nbytes(self) -> int:
+        """Bytes held by this state (all rows)."""
+        return sum(t.numel() * t.element_size() for t in self._tensors())
+
+    def index_select(self, indices: Union[torch.Tensor, Sequence[int]]) -> "TF2RNNState":
+        """The rows at `indices`, in that order (select, drop or reorder streams)."""
+        idx = torch.as_tensor(indices, dtype=torch.long, device=self.device)
+        return self._map(lambda t: t.index_select(0, idx))
+
+
+    @classmethod
+    def concat(cls, states: Sequence["TF2RNNState"]) -> "TF2RNNState":
+        """Stack the rows of several states into one batch."""
+        return cls._from_tensors([torch.cat(ts, 0) for ts in zip(*(s._tensors() for s in states))])
+
+    def to(self, device=None, dtype=None) -> "TF2RNNState":
+        """Move to `device`; cast floating tensors to `dtype` (the step counts stay integers)."""
+        return self._map(lambda t: t.to(device=device, dtype=dtype if t.is_floating_point() else None))
+
+    def detach(self) -> "TF2RNNState":
+        """Cut the autograd graph (truncated backprop through time)."""
+        return self._map(torch.Tensor.detach)
+
+    def clone(self) -> "TF2RNNState":
+        return self._map(torch.Tensor.clone)
+
+    def reset(self, rows: Optional[Union[torch.Tensor, Sequence[int]]] = None) -> "TF2RNNState":
+        """A copy with `rows` (default: all) back at the initial state, i.e. an empty text."""
+        if rows is None:
+            return self._map(torch.zeros_like)
+        keep = torch.ones(self.batch_size, dtype=torch.bool, device=self.device)
+        keep[torch.as_tensor(rows, dtype=torch.long, device=self.device)] = False
+        return self._map(lambda t: t * keep.view(-1, *([1] * (t.dim() - 1))).to(t.dtype))
+
+    def __repr__(self) -> str:
+        return f"TF2RNNState(batch_size={self.batch_size}, tensors={len(self._tensors())}, bytes={self.nbytes()})"
+
+
+@dataclass
+class TF2RNNModelOutput(ModelOutput):
+    """
+    Args:
+        last_hidden_state (`torch.FloatTensor` of shape `(batch_size, steps, output_size)`):
+            The L2-normalised embedding after every step: the student's trajectory. At a masked position
+            it repeats the embedding after the row's previous real step.
+        pooler_output (`torch.FloatTensor` of shape `(batch_size, output_size)`):
+            The embedding after each row's last real step: the sentence embedding.
+        past_state (`TF2RNNState`, *optional*):
+            The state to continue from, returned when `use_cache=True`.
+        hidden_states (`tuple(torch.FloatTensor)`, *optional*):
+            The input vectors and each layer's output at every step, when `output_hidden_states=True`.
+    """
+
+    last_hidden_state: Optional[torch.FloatTensor] = None
+    pooler_output: Optional[torch.FloatTensor] = None
+    past_state: Optional[TF2RNNState] = None
+    hidden_states: Optional[Tuple[torch.FloatTensor, ...]] = None
+
+
+class TF2RNNPreTrainedModel(PreTrainedModel):
+    """Base class: the config class, weight loading and `_is_stateful` for every TF2RNN model."""
+
+    config_class = TF2RNNConfig
+    base_model_prefix = "tf2rnn"
+    main_input_name = "input_ids"
+    supports_gradient_checkpointing = False
+    _is_stateful = True
+    _no_split_modules = []
+    # Training-only weights (distill's teacher-transition lift) that checkpoints may carry.
+    _keys_to_ignore_on_load_unexpected = [r"^state_lift\."]
+
+
+class TF2RNNModel(TF2RNNPreTrainedModel):
+    """Token table -> recurrent cell -> readout into the teacher's embedding space (L2-normalised).
+
+    With `config.residual_token_mean`, the embedding after step t is normalize(mean of the token vectors
+    so far + readout(cell output)): the teacher mean-pools its token outputs, so the student starts at
+    the order-free static baseline and the cell learns the order- and context-dependent correction.
+    """
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__(config)
+        if config.residual_token_mean and config.embedding_size != config.output_size:
+            raise ValueError(
+                f"residual_token_mean needs embedding_size == output_size, got {config.embedding_size} "
+                f"and {config.output_size}."
+            )
+        self.embeddings = nn.Embedding(config.vocab_size, config.embedding_size)
+        self.dropout = nn.Dropout(config.dropout)
+        self.cell = build_cell(config)
+        self.readout = nn.Linear(config.hidden_size, config.output_size)
+        # A faster implementation of `step` for one row (the int8 kernel that
+        # `tf2rnn_hf.inference.quantization.quantize_int8` attaches); None: the PyTorch reference.
+        self.step_kernel: Optional[Callable[[torch.Tensor, TF2RNNState], Tuple[torch.Tensor, TF2RNNState]]] = None
+        # Not a buffer: checkpoint loading builds modules on the meta device and never refills
+        # non-persistent buffers, so the ids are rebuilt from the config per device instead.
+        self._skip_ids = {}
+        self.post_init()
+
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.embeddings
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.embeddings = value
+
+    def init_state(self, batch_size: int, device=None, dtype=None) -> TF2RNNState:
+        """The state of `batch_size` empty texts."""
+        device = device if device is not None else self.device
+        dtype = dtype if dtype is not None else self.dtype
+        cfg = self.config
+        return TF2RNNState(
+            self.cell.init_state(batch_size, device=device, dtype=dtype),
+            torch.zeros(batch_size, cfg.output_size if cfg.residual_token_mean else 0, device=device, dtype=dtype),
+            torch.zeros(batch_size, dtype=torch.long, device=device),
+            torch.zeros(batch_size, cfg.output_size, device=device, dtype=dtype),
+        )
+
+    def _check_inputs(self, input_ids: torch.Tensor, past_state: Optional[TF2RNNState]) -> None:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape [batch, steps], got {tuple(input_ids.shape)}.")
+        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.config.vocab_size):
+            bad = input_ids[(input_ids < 0) | (input_ids >= self.config.vocab_size)]
+            raise ValueError(
+                f"input_ids hold token ids outside the vocabulary [0, {self.config.vocab_size}): "
+                f"{bad.unique()[:8].tolist()}."
+            )
+        if past_state is None:
+            return
+        if not isinstance(past_state, TF2RNNState):
+            raise TypeError(f"past_state must be a TF2RNNState, got {type(past_state).__name__}.")
+        if past_state.batch_size != input_ids.shape[0]:
+            raise ValueError(
+                f"past_state holds {past_state.batch_size} rows but input_ids has {input_ids.shape[0]}; "
+                "select rows with past_state.index_select(...)."
+            )
+        if past_state.dtype != self.dtype:
+            raise ValueError(f"past_state has dtype {past_state.dtype} but the model has {self.dtype}; "
+                             "use past_state.to(dtype=model.dtype).")
+
+    def step_mask(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """Which positions are real steps: the attention mask minus the skipped special tokens."""
+        mask = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
+        if self.config.skip_token_ids:
+            skip = self._skip_ids.get(input_ids.device)
+            if skip is None:
+                skip = torch.tensor(self.config.skip_token_ids, dtype=torch.long, device=input_ids.device)
+                self._skip_ids[input_ids.device] = skip
+            mask = mask & ~torch.isin(input_ids, skip)
+        return mask
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor,
+        attention_mask: Optional[torch.Tensor] = None,
+        past_state: Optional[TF2RNNState] = None,
+        use_cache: Optional[bool] = None,
+        output_hidden_states: Optional[bool] = None,
+        return_dict: Optional[bool] = None,
+        **kwargs,
+    ) -> Union[Tuple, TF2RNNModelOutput]:
+        r"""
+        input_ids (`torch.LongTensor` of shape `(batch_size, steps)`):
+            Token ids. Special tokens in `config.skip_token_ids` are no-ops, so tokenising with or without
+            them gives the same result.
+        attention_mask (`torch.Tensor` of shape `(batch_size, steps)`, *optional*):
+            1 for real steps, 0 for padding (on either side, or anywhere). A masked step leaves the state
+            unchanged.
+        past_state (`TF2RNNState`, *optional*):
+            The state returned by an earlier call: feeding a text in chunks equals feeding it whole.
+        use_cache (`bool`, *optional*):
+            Return the state to continue from (default: `config.use_cache`).
+
+        An empty sequence (`steps == 0`) is allowed: it returns the state unchanged, and a row that has
+        seen no real step has an all-zero embedding.
+        """
+        use_cache = use_cache if use_cache is not None else self.config.use_cache
+        output_hidden_states = (
+            output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
+        )
+        return_dict = return_dict if return_dict is not None else self.config.return_dict
+        self._check_inputs(input_ids, past_state)
+        batch, steps = input_ids.shape
+        state = past_state if past_state is not None else self.init_state(batch)
+        mask = self.step_mask(input_ids, attention_mask)
+
+        # Move each row's real steps to the front, so cells only handle right padding.
+        lengths = mask.sum(1)
+        order = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)
+        compact_ids = input_ids.gather(1, order)
+        vectors = self.embeddings(compact_ids)
+        if steps:
+            outputs, cell_state = self.cell(self.dropout(vectors), state.cell_state, lengths)
+        else:
+            outputs = [vectors.new_zeros(batch, 0, self.config.hidden_size)] * self.config.num_hidden_layers
+            cell_state = state.cell_state
+
+        valid = (torch.arange(steps, device=input_ids.device)[None] < lengths[:, None]).to(vectors.dtype)
+        counts = state.seen_tokens[:, None] + torch.cumsum(valid, 1).long()
+        raw = self.readout(outputs[-1])
+        token_sum = state.token_sum
+        if self.config.residual_token_mean:
+            sums = token_sum[:, None] + torch.cumsum(vectors * valid[..., None], 1)
+            raw = raw + sums / counts.clamp(min=1)[..., None].to(sums.dtype)
+            token_sum = sums[:, -1] if steps else token_sum
+        compact = F.normalize(raw, dim=-1)
+
+        # Scatter back: position t shows the embedding after the last real step at or before t.
+        last_real = torch.cumsum(mask.long(), 1) - 1  # [B, T] index into the compact steps
+        prev = state.last_embedding[:, None].expand(-1, steps, -1)
+        gathered = compact.gather(1, last_real.clamp(min=0)[..., None].expand(-1, -1, compact.shape[-1]))
+        trajectory = torch.where((last_real >= 0)[..., None], gathered, prev)
+        pooled = trajectory[:, -1] if steps else state.last_embedding
+
+        new_state = None
+        if use_cache:
+            new_state = TF2RNNState(cell_state, token_sum, state.seen_tokens + lengths, pooled)
+
+        hidden_states = None
+        if output_hidden_states:
+            def scatter(x):
+                g = x.gather(1, last_real.clamp(min=0)[..., None].expand(-1, -1, x.shape[-1]))
+                return g * (last_real >= 0)[..., None].to(g.dtype)
+            hidden_states = tuple(scatter(x) for x in [vectors, *outputs])
+
+        if not return_dict:
+            return tuple(v for v in (trajectory, pooled, new_state, hidden_states) if v is not None)
+        return TF2RNNModelOutput(last_hidden_state=trajectory, pooler_output=pooled, past_state=new_state,
+                                 hidden_states=hidden_states)
+
+    def step(self, input_ids: torch.LongTensor, past_state: Optional[TF2RNNState] = None
+             ) -> Tuple[torch.Tensor, TF2RNNState]:
+        """One real step per row (input_ids [batch]): the streams' path. Returns (embedding, state).
+
+        Equals `forward` on one step. A single row runs `step_kernel` when one is attached; every other
+        call runs `step_reference`. Autograd works wherever the caller enables it.
+        """
+        input_ids = input_ids.reshape(-1)
+        self._check_inputs(input_ids[:, None], past_state)
+        if self.step_kernel is not None and input_ids.shape[0] == 1:
+            return self.step_kernel(input_ids, past_state if past_state is not None else self.init_state(1))
+        return self.step_reference(input_ids, past_state)
+
+    def step_reference(self, input_ids: torch.LongTensor, past_state: Optional[TF2RNNState] = None
+                       ) -> Tuple[torch.Tensor, TF2RNNState]:
+        """`step` in PyTorch (no input checks): the reference every step kernel is tested against."""
+        state = past_state if past_state is not None else self.init_state(input_ids.shape[0])
+        vec = self.embeddings(input_ids)
+        out, cell_state = self.cell.step(self.dropout(vec) if self.training else vec, state.cell_state)
+        raw = self.readout(out)
+        seen = state.seen_tokens + 1
+        token_sum = state.token_sum
+        if self.config.residual_token_mean:
+            token_sum = token_sum + vec
+            raw = raw + token_sum / seen[:, None]  # float / long stays float
+        emb = F.normalize(raw, dim=-1)
+        return emb, TF2RNNState(cell_state, token_sum, seen, emb)
+
+    def save_pretrained(self, save_directory, *args, **kwargs) -> None:
+        """`PreTrainedModel.save_pretrained`, plus the sentence-transformers files, so that
+        `SentenceTransformer(save_directory)` reads the same embedding as the model."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if kwargs.get("is_main_process", True):
+            write_sentence_transformers_files(save_directory, self.config)
+
+
+def write_sentence_transformers_files(path: Union[str, Path], config: TF2RNNConfig,
+                                      max_seq_length: Optional[int] = None) -> None:
+    """modules.json and configs so `SentenceTransformer(path)` loads the student: the Transformer module
+    returns the trajectory, last-token pooling reads the embedding after the last step (special tokens are
+    no-ops, so the [SEP] position repeats it), then normalisation (a no-op on unit vectors). Inputs are cut
+    at `max_seq_length` steps (default: `config.max_input_length`)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    modules = [
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+    ]
+    (path / "modules.json").write_text(json.dumps(modules, indent=2))
+    max_seq_length = max_seq_length if max_seq_length is not None else config.max_input_length
+    (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length,
+                                                                "do_lower_case": False}, indent=2))
+    pooling = {"word_embedding_dimension": config.output_size, "pooling_mode_cls_token": False,
+               "pooling_mode_mean_tokens": False, "pooling_mode_max_tokens": False,
+               "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
+               "pooling_mode_lasttoken": True, "include_prompt": True}
+    (path / "1_Pooling").mkdir(exist_ok=True)
+    (path / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2))
+    (path / "2_Normalize").mkdir(exist_ok=True)
+    (path / "config_sentence_transformers.json").write_text(json.dumps(
+        {"model_type": "SentenceTransformer", "prompts": {}, "default_prompt_name": None,
+         "similarity_fn_name": "cosine"}, indent=2))
+
+
+TF2RNNModel.register_for_auto_class("AutoModel")

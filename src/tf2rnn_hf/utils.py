@@ -1,0 +1,40 @@
+"""Small helpers shared by every stage: the cache folder, atomic writes and padding."""
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Sequence, Tuple, Union
+
+import torch
+
+
+def default_cache_dir() -> Path:
+    """Where tf2rnn_hf caches derived artefacts (`TF2RNN_CACHE`, else under HF_HOME or ~/.cache)."""
+    if os.environ.get("TF2RNN_CACHE"):
+        return Path(os.environ["TF2RNN_CACHE"])
+    hf_home = os.environ.get("HF_HOME")
+    return Path(hf_home) / "tf2rnn_hf" if hf_home else Path.home() / ".cache" / "tf2rnn_hf"
+
+
+def write_atomic(path: Union[str, Path], data: Union[str, bytes]) -> None:
+    """Write `data` to `path` through a temporary file and a rename: a crash never leaves half a file."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data) if isinstance(data, bytes) else tmp.write_text(data)
+    os.replace(tmp, path)
+
+
+def pad_ids(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids and the attention mask for id sequences (lists or tensors): ([N, T], [N, T])."""
+    width = max((len(seq) for seq in sequences), default=0)
+    ids = torch.full((len(sequences), width), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(sequences), width, dtype=torch.long)
+    for i, seq in enumerate(sequences):
+        ids[i, :len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+        mask[i, :len(seq)] = 1
+    return ids, mask
+
+
+def stable_bucket(key: str, buckets: int = 100) -> int:
+    """A bucket in [0, buckets) that depends only on `key` (not on Python's salted hash)."""
+    return int.from_bytes(hashlib.sha1(key.encode("utf-8")).digest()[:8], "big") % buckets

@@ -1,0 +1,354 @@
+"""DistillationTrainer: losses, the schedule, two accelerate processes, exact resume, held-out loss."""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from tf2rnn_hf.data import trajectories
+from tf2rnn_hf.distill import (
+    DistillationTrainer,
+    DistillationTrainingArguments,
+    KeystrokeCollator,
+    LossSchedule,
+    TrajectoryCollator,
+    build_student,
+)
+from tf2rnn_hf.distill.losses import RolloutLoss, SimilarityLoss, TransitionLoss, distance, position_weights
+
+ROOT = Path(__file__).parents[2]
+ACCELERATE = [sys.executable, "-m", "accelerate.commands.launch"]  # `accelerate launch`, whatever PATH holds
+RANK_SCRIPT = ROOT / "tests" / "scripts" / "distill_rank_weights.py"
+TEXTS = [f"The {a} {b} near the {c}." for a in ("old", "quick", "silent", "red") for b in
+         ("river flows", "dog sleeps", "engine hums", "poet writes") for c in ("bridge", "house", "forest")]
+
+
+@pytest.fixture(scope="module")
+def data(teacher, tmp_path_factory):
+    settings = trajectories.TrajectorySettings(bf16=False, max_tokens=16, shard_size=64)
+    cache = tmp_path_factory.mktemp("traj")
+    train = trajectories.load(trajectories.generate(TEXTS[:30], teacher, settings, cache, progress=False))
+    held = trajectories.load(trajectories.generate(TEXTS[30:], teacher, settings, cache, progress=False))
+    return train, held
+
+
+def _student(teacher, **kw):
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, hidden_size=32, token_init="input_embeddings", **kw)
+    return model, tok
+
+
+def test_collator_places_targets(data):
+    rows = [data[0][i] for i in range(3)]
+    batch = TrajectoryCollator(pad_token_id=0)(rows)
+    n = [len(r["input_ids"]) for r in rows]
+    assert batch["input_ids"].shape == (3, max(n)) and batch["targets"].shape == (3, max(n), 384)
+    assert batch["attention_mask"].sum(1).tolist() == n == batch["target_mask"].sum(1).int().tolist()
+    assert torch.allclose(batch["targets"][0, n[0] - 1], torch.tensor(rows[0]["trajectory"][-1]).float())
+
+
+def test_loss_pieces_by_hand():
+    a = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), dim=-1)
+    b = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    assert torch.allclose(distance(a, b, "cosine"), torch.tensor([0.0, 1 - 2 ** -0.5]))
+    assert torch.allclose(distance(a, b, "mse"), 2 * distance(a, b, "cosine") / 2)
+    w = position_weights(torch.ones(2, 3), torch.tensor([[1, 1, 1], [1, 1, 0]]), 4.0)
+    assert w.tolist() == [[1, 1, 4], [1, 4, 1]]
+    s = SimilarityLoss()(torch.eye(3), torch.eye(3))
+    assert float(s) == 0.0
+    schedule = LossSchedule(transition_until=0.2, anneal=0.4, restart_prob=0.5)
+    assert [schedule.transition_weight(p) for p in (0.1, 0.4, 0.7)] == [1.0, 0.5, 0.0]
+    assert schedule.restart(0.2) == 0.5 and schedule.restart(1.0) == 0.0
+
+
+def test_transition_is_one_step_and_rollout_is_free_running(teacher, data):
+    model, tok = _student(teacher, state_lift=True)
+    batch = TrajectoryCollator(tok.pad_token_id)([data[0][i] for i in range(4)])
+    # Teacher forcing sees the teacher's previous state: changing a target changes the next prediction only.
+    forced = model(batch["input_ids"], attention_mask=batch["attention_mask"], teacher_states=batch["targets"])
+    poked = batch["targets"].clone()
+    poked[:, 2] = torch.nn.functional.normalize(torch.randn_like(poked[:, 2]), dim=-1)
+    forced2 = model(batch["input_ids"], attention_mask=batch["attention_mask"], teacher_states=poked)
+    diff = (forced.last_hidden_state - forced2.last_hidden_state).abs().amax(-1)
+    assert diff[:, :3].max() == 0 and diff[:, 3].min() > 0 and diff[:, 4].max() == 0
+    # Forcing at no step is the free-running model.
+    none = model(batch["input_ids"], attention_mask=batch["attention_mask"], teacher_states=batch["targets"],
+                 teacher_forcing=torch.zeros_like(batch["attention_mask"]))
+    free = model(batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    mask = batch["attention_mask"].bool()
+    assert torch.allclose(none.last_hidden_state[mask], free[mask], atol=1e-5)
+    # Forcing every step in the step loop equals the parallel path.
+    every = torch.ones_like(batch["attention_mask"])
+    every[0, -1] = 0  # leaves the parallel path
+    loop = model(batch["input_ids"], attention_mask=batch["attention_mask"], teacher_states=batch["targets"],
+                 teacher_forcing=every).last_hidden_state
+    same = mask.clone()
+    same[0, -1] = False
+    assert torch.allclose(loop[same], forced.last_hidden_state[same], atol=1e-5)
+    assert TransitionLoss()(model, batch) > 0
+    loss, preds = RolloutLoss(tbptt=3)(model, batch)
+    assert torch.allclose(preds[mask], free[mask], atol=1e-5) and loss > 0
+
+
+def test_transition_schedule_needs_a_lift(teacher, data, tmp_path):
+    model, tok = _student(teacher)
+    args = DistillationTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, transition_until=0.5)
+    with pytest.raises(ValueError, match="state_lift=True"):
+        DistillationTrainer(model=model, args=args, train_dataset=data[0], data_collator=TrajectoryCollator())
+
+
+def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
+    model, tok = _student(teacher, state_lift=True)
+    args = DistillationTrainingArguments(
+        output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=40, per_device_train_batch_size=8,
+        per_device_eval_batch_size=16, learning_rate=3e-3, remove_unused_columns=False, save_strategy="no",
+        logging_steps=10, seed=0, disable_tqdm=True, transition_until=0.25, anneal=0.25, restart_prob=0.2,
+        similarity_weight=0.5, neighbour_weight=0.5, neighbour_bank=20)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0], eval_dataset=data[1],
+                                  data_collator=TrajectoryCollator(tok.pad_token_id))
+    assert trainer.neighbour.bank.shape == (20, 384)
+    before = trainer.evaluate()
+    trainer.train()
+    after = trainer.evaluate()
+    assert after["eval_loss"] < before["eval_loss"]
+    assert after["eval_final_cosine"] > before["eval_final_cosine"]
+    assert {"eval_prefix_cosine", "eval_neighbour_agreement@10"} <= set(after)
+    logged = [h for h in trainer.state.log_history if "loss_transition" in h or "loss_rollout" in h]
+    assert any("loss_transition" in h for h in logged) and any("loss_rollout" in h for h in logged)
+    assert any("loss_neighbour" in h for h in logged)
+
+
+def test_group_by_length_batches_like_lengths_without_decoding_rows(teacher, data, tmp_path):
+    import datasets
+
+    model, tok = _student(teacher)
+    rows = datasets.concatenate_datasets([data[0]] * 4)  # enough rows for the sampler's 50-batch groups
+    padded = {}
+    for strategy in ("random", "group_by_length"):
+        args = DistillationTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True,
+                                             remove_unused_columns=False, per_device_train_batch_size=2,
+                                             train_sampling_strategy=strategy, seed=0)
+        trainer = DistillationTrainer(model=model, args=args, train_dataset=rows,
+                                      data_collator=TrajectoryCollator(tok.pad_token_id))
+        if strategy == "group_by_length":  # the Trainer reads this column instead of every row
+            assert list(trainer.train_dataset["length"]) == [len(ids) for ids in rows["input_ids"]]
+        batches = list(trainer.get_train_dataloader())
+        assert sum(len(b["input_ids"]) for b in batches) == len(rows)
+        padded[strategy] = sum(int((1 - b["attention_mask"]).sum()) for b in batches)
+    assert padded["group_by_length"] < padded["random"] / 2
+
+
+def test_neighbour_loss_teaches_the_teachers_neighbours(data):
+    from tf2rnn_hf.distill.losses import NeighbourLoss, teacher_bank
+    from tf2rnn_hf.evaluation.scores import neighbour_agreement
+
+    bank = teacher_bank(data[0], size=1000, seed=0)
+    finals = torch.stack([torch.tensor(t[-1]) for t in data[0]["trajectory"]])
+    assert len(bank) == len(finals) and torch.allclose(bank.norm(dim=-1), torch.ones(len(bank)))
+    assert {tuple(r.tolist()) for r in bank.round(decimals=4)} == {tuple(r.tolist()) for r in
+                                                                  torch.nn.functional.normalize(finals, dim=-1)
+                                                                  .round(decimals=4)}
+    # Clustered "teacher" embeddings, a noisy "student": the loss is zero only at the teacher, finite
+    # with each text's own entry in the bank, and descending it recovers the teacher's neighbours.
+    g = torch.Generator().manual_seed(0)
+    centres = torch.nn.functional.normalize(torch.randn(20, 32, generator=g), dim=-1)
+    teacher_emb = torch.nn.functional.normalize(centres.repeat(10, 1) + 0.3 * torch.randn(200, 32, generator=g), dim=-1)
+    loss = NeighbourLoss(teacher_emb, temperature=0.05)
+    assert float(loss(teacher_emb, teacher_emb)) < 1e-5
+    student = (teacher_emb + 0.5 * torch.randn(200, 32, generator=g)).requires_grad_()
+    before = neighbour_agreement(student.detach(), teacher_emb)
+    opt = torch.optim.Adam([student], lr=1e-2)
+    for _ in range(100):
+        opt.zero_grad()
+        value = loss(student, teacher_emb)
+        value.backward()
+        assert torch.isfinite(student.grad).all()
+        opt.step()
+    assert neighbour_agreement(student.detach(), teacher_emb) > before + 0.2
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        NeighbourLoss(teacher_emb, temperature=0)
+
+
+@pytest.fixture(scope="module")
+def char_data(teacher, tmp_path_factory):
+    settings = trajectories.TrajectorySettings(prefix_unit="char", bf16=False, max_tokens=16, shard_size=64)
+    cache = tmp_path_factory.mktemp("char")
+    train = trajectories.load(trajectories.generate(TEXTS[:30], teacher, settings, cache, progress=False))
+    held = trajectories.load(trajectories.generate(TEXTS[30:], teacher, settings, cache, progress=False))
+    return train, held
+
+
+def test_keystroke_batch_is_what_the_stream_runs(teacher, data, char_data):
+    from tf2rnn_hf.inference.streaming import StreamingEncoder
+
+    model, tok = _student(teacher)
+    rows = [char_data[0][i] for i in range(4)]
+    batch = KeystrokeCollator(tok.pad_token_id, partials_per_text=100)(rows)
+    # Whole-token keystrokes become the token batch, with the token trajectory's targets.
+    token_batch = TrajectoryCollator(tok.pad_token_id)([data[0][i] for i in range(4)])
+    both = (batch["target_mask"] > 0) & (token_batch["target_mask"] > 0)
+    assert both.sum() >= 0.8 * token_batch["target_mask"].sum()
+    assert (batch["targets"][both] - token_batch["targets"][both]).abs().max() < 2e-3  # fp16 storage
+    # Keystrokes inside a word: the partial word's own tokens after the finished words, as typed.
+    partial = sum(sum(s < len(p) for s, p in zip(r["shared_tokens"], r["char_input_ids"])) for r in rows)
+    assert len(batch["keystroke_ids"]) == partial > 0
+    with torch.no_grad():
+        run = model(batch["keystroke_ids"], attention_mask=batch["keystroke_mask"]).pooler_output
+    typed = []
+    for row in rows:
+        enc = StreamingEncoder(model, tok)
+        for c, ids in zip(row["char_ends"], row["char_input_ids"]):
+            enc.type(row["text"][len(enc.text):c])
+            if list(ids) != row["input_ids"][:len(ids)]:
+                typed.append(enc.embedding)
+    assert (torch.stack(typed) - run).abs().max() <= 1e-5
+
+
+def test_keystroke_loss_improves_keystroke_fidelity(teacher, char_data, tmp_path):
+    from tf2rnn_hf.evaluation import keystroke_fidelity
+
+    model, tok = _student(teacher)
+    args = DistillationTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=30,
+                                         per_device_train_batch_size=8, learning_rate=3e-3,
+                                         remove_unused_columns=False, save_strategy="no", logging_steps=10, seed=0,
+                                         disable_tqdm=True, keystroke_weight=1.0)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=char_data[0],
+                                  data_collator=KeystrokeCollator(tok.pad_token_id))
+    before = keystroke_fidelity(model, char_data[1])["student"]["keystroke_cosine"]
+    trainer.train()
+    after = keystroke_fidelity(model, char_data[1])["student"]["keystroke_cosine"]
+    assert after > before + 0.05
+    assert any("loss_keystroke" in h for h in trainer.state.log_history)
+
+
+def test_keystroke_loss_needs_char_trajectories():
+    from tf2rnn_hf.distill.recipe import main
+
+    with pytest.raises(ValueError, match="--prefix_unit char"):
+        main(["--keystroke_weight", "1", "--output_dir", "unused", "--report_to", "none"])
+
+
+DATA = ROOT / "tests" / "fixtures"
+
+
+def _distill_args(out, cache, *extra):
+    # Small local text keeps these runs to seconds; the offline corpus path is tested in test_corpus.py.
+    return ["--preset", "tiny", "--corpus", str(DATA / "train.txt"), "--eval_corpus", str(DATA / "heldout.txt"),
+            "--output_dir", str(out), "--cache_dir", str(cache), "--report_to", "none", "--seed", "7",
+            "--disable_tqdm", "true", *extra]
+
+
+def test_byte_student_distills_saves_and_loads(tmp_path):
+    """The whole path for a byte-level student: char trajectories -> byte rows -> training -> a folder that
+    AutoModel/AutoTokenizer and sentence-transformers load, and that streams per character."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    from tf2rnn_hf.distill.recipe import main
+    from tf2rnn_hf.evaluation.suites import student_encoder
+    from tf2rnn_hf.inference.streaming import keystroke_embeddings
+
+    out = tmp_path / "byte"
+    results = main(_distill_args(out, tmp_path / "cache", "--granularity", "byte", "--use_cpu", "true",
+                                 "--save_strategy", "no"))
+    assert set(results["fidelity"]) == {"student", "teacher"}  # token baselines do not apply to bytes
+    assert results["fidelity"]["teacher"]["final_cosine"] > 0.999
+    model, tok = AutoModel.from_pretrained(out).eval(), AutoTokenizer.from_pretrained(out)
+    assert model.config.granularity == "byte" and type(tok).__name__ == "ByT5Tokenizer"
+    texts = ["Café au lait", "search as you type"]
+    ours = student_encoder(model, tok)(texts)
+    theirs = SentenceTransformer(str(out), device="cpu").encode(texts, convert_to_tensor=True)
+    assert (ours - theirs).abs().max() <= 1e-5
+    assert (keystroke_embeddings(model, tok, texts[0])[-1] - ours[0]).abs().max() <= 1e-5
+
+
+def _env():
+    return dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+
+
+def test_two_processes_train_identical_weights(tmp_path):
+    # On a wall-clock budget: each process has its own clock, and they must still stop at the same step
+    # (else one waits forever for the other's gradients) with the same loss weights.
+    cmd = [*ACCELERATE, "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
+           "no", "--dynamo_backend", "no", str(RANK_SCRIPT),
+           *_distill_args(tmp_path / "out", tmp_path / "cache", "--save_strategy", "no", "--train_minutes", "0.1",
+                          "--transition_until", "0.5", "--anneal", "0.2")]
+    run = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    lines = re.findall(r"RANK (\d) WORLD (\d) SHA (\w+)", run.stdout)
+    assert sorted(r for r, _, _ in lines) == ["0", "1"], run.stdout[-2000:]
+    assert {w for _, w, _ in lines} == {"2"}
+    assert len({sha for _, _, sha in lines}) == 1  # DDP kept both ranks' weights identical
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    train = json.loads((tmp_path / "out" / "results.json").read_text())["train"]
+    # Throughput from the steps taken (the clock, not max_steps, ended the run): 2 ranks x 8 rows per step.
+    assert 0 < train["train_samples_per_second"] == pytest.approx(16 * train["train_steps_per_second"], rel=1e-3)
+    assert train["train_samples_per_second"] < 1e5
+
+
+def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
+    common = ["--max_steps", "40", "--save_strategy", "steps", "--save_steps", "10", "--use_cpu", "true"]
+    full = subprocess.run([sys.executable, str(RANK_SCRIPT), *_distill_args(tmp_path / "full", tmp_path / "c",
+                                                                            *common)],
+                          env=_env(), capture_output=True, text=True, timeout=600)
+    assert full.returncode == 0, full.stderr[-3000:]
+    expected = re.search(r"SHA (\w+)", full.stdout).group(1)
+
+    out = tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, str(RANK_SCRIPT), *_distill_args(out, tmp_path / "c", *common)],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 300
+    while time.time() < deadline and not (out / "checkpoint-10" / "trainer_state.json").is_file():
+        time.sleep(0.02)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not (out / "checkpoint-40").exists(), "the run finished before it could be interrupted"
+    last = max((p for p in out.glob("checkpoint-*") if (p / "trainer_state.json").is_file()),
+               key=lambda p: int(p.name.split("-")[1]))
+    resumed = subprocess.run([sys.executable, str(RANK_SCRIPT),
+                              *_distill_args(out, tmp_path / "c", *common, "--resume_from_checkpoint", str(last))],
+                             env=_env(), capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert re.search(r"SHA (\w+)", resumed.stdout).group(1) == expected
+
+
+def test_passage_training_joins_texts_past_sentence_length(tmp_path):
+    from tf2rnn_hf.distill.recipe import main
+
+    with pytest.raises(ValueError, match="needs --max_tokens above it"):
+        main(_distill_args(tmp_path / "x", tmp_path / "cache", "--passage_tokens", "40"))  # tiny: max_tokens 16
+    results = main(_distill_args(tmp_path / "out", tmp_path / "cache", "--passage_tokens", "30", "--max_tokens",
+                                 "48", "--stride", "4", "--use_cpu", "true", "--save_strategy", "no"))
+    stats = results["trajectory_stats"]
+    assert stats["texts"] < 64 / 2  # 64 sentences joined into passages of 30+ tokens
+    assert stats["prefixes"] < stats["texts"] * 30  # --stride 4: a target every 4th prefix (plus first, last)
+    half = main(_distill_args(tmp_path / "half", tmp_path / "cache", "--passage_tokens", "30", "--max_tokens",
+                              "48", "--passage_fraction", "0.5", "--passage_stride", "4", "--use_cpu", "true",
+                              "--save_strategy", "no"))
+    counts = half["trajectory_stats"]
+    assert 32 < counts["texts"] < 64  # 32 sentences as they are, the other 32 joined
+    # The 32 sentences keep every prefix; the passages (half the tokens) a quarter of theirs.
+    every = main(_distill_args(tmp_path / "every", tmp_path / "cache", "--passage_tokens", "30", "--max_tokens",
+                               "48", "--passage_fraction", "0.5", "--trajectories_only", "true"))["trajectory_stats"]
+    assert every["texts"] == counts["texts"] and every["prefixes"] > counts["prefixes"] * 1.3
+
+
+def test_trajectories_only_fills_the_cache_that_training_then_reads(tmp_path):
+    from tf2rnn_hf.distill.recipe import main
+
+    first = main(_distill_args(tmp_path / "out", tmp_path / "cache", "--trajectories_only", "true"))
+    assert set(first) == {"timings", "trajectory_stats"} and not (tmp_path / "out" / "model.safetensors").exists()
+    shards = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("stats.json")}
+    assert shards
+    trained = main(_distill_args(tmp_path / "out", tmp_path / "cache"))
+    assert (tmp_path / "out" / "model.safetensors").is_file()
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("stats.json")} == shards  # none recomputed
+    assert trained["trajectory_stats"] == first["trajectory_stats"]

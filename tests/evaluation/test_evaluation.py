@@ -1,0 +1,156 @@
+"""Metrics by hand, the local evaluate modules offline, baselines, and the evaluate/plot CLI."""
+
+import json
+import subprocess
+import sys
+
+import evaluate
+import pytest
+import torch
+
+from tf2rnn_hf.data import trajectories
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.evaluation import evaluate_model, fidelity, fidelity_table, results_markdown, scores
+from tf2rnn_hf.evaluation.baselines import StaticEmbedding
+from tf2rnn_hf.evaluation.fidelity import late_trajectories, rows_to_tensors
+from tf2rnn_hf.hub import save_student
+
+HELD_OUT = [f"{s} number {i}." for i, s in enumerate([
+    "The river floods the valley every spring", "A small dog barked at the postman",
+    "Markets rallied after the announcement", "She read the letter twice before answering",
+    "Heavy rain delayed the football match", "The committee approved the new budget",
+    "Bright stars filled the winter sky", "He repaired the old bicycle in the garage",
+    "The recipe needs two eggs and some flour", "Engineers tested the bridge for weeks",
+    "Children played by the lake until dusk", "The novel was translated into French",
+    "A cold wind blew across the empty square", "The museum closed early on Sunday"] * 2)]
+
+
+def test_metrics_by_hand():
+    a = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    b = torch.tensor([[1.0, 0.0], [1.0, 1.0]])
+    assert torch.allclose(scores.cosine_fidelity(a, b), torch.tensor([1.0, 2 ** -0.5]))
+    # Query 0 ranks its answer first; query 1 ranks document 0 above its answer: MRR = (1 + 1/2) / 2.
+    q = torch.tensor([[1.0, 0.0], [1.0, 0.1]])
+    d = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    r = scores.retrieval_scores(q, d, ks=(1, 2))
+    assert r == {"recall@1": 0.5, "recall@2": 1.0, "mrr": 0.75}
+    assert scores.pearson([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+    assert scores.spearman([1, 2, 3, 4], [10, 20, 15, 40]) == pytest.approx(0.8)
+    assert scores.spearman([1, 1, 2], [1, 1, 2]) == pytest.approx(1.0)  # ties share their mean rank
+    # Neighbour agreement: identical embeddings agree fully; a permuted copy does not.
+    x = torch.nn.functional.normalize(torch.randn(30, 8, generator=torch.Generator().manual_seed(0)), dim=-1)
+    assert scores.neighbour_agreement(x, x, k=3) == 1.0
+    assert scores.neighbour_agreement(x[torch.randperm(30)], x, k=3) < 0.5
+    with pytest.raises(ValueError, match="more than 10 texts"):
+        scores.neighbour_agreement(x[:5], x[:5])
+
+
+def test_local_evaluate_modules_load_offline():
+    fid = evaluate.load(scores.metric_path("trajectory_fidelity"))
+    assert fid.compute(predictions=[[1.0, 0.0]], references=[[0.0, 1.0]]) == {"final_cosine": 0.0,
+                                                                              "prefix_cosine": 0.0}
+    ret = evaluate.load(scores.metric_path("retrieval"))
+    assert ret.compute(predictions=[[1.0, 0.0], [1.0, 0.1]], references=[[1.0, 0.0], [0.0, 1.0]])["mrr"] == 0.75
+    agree = evaluate.load(scores.metric_path("neighbour_agreement"))
+    x = torch.randn(12, 4, generator=torch.Generator().manual_seed(1)).tolist()
+    assert agree.compute(predictions=x, references=x, k=3) == {"neighbour_agreement": 1.0}
+    with pytest.raises(ValueError, match="Unknown metric"):
+        scores.metric_path("bleu")
+
+
+@pytest.fixture(scope="module")
+def held_out(teacher, tmp_path_factory):
+    settings = trajectories.TrajectorySettings(bf16=False, max_tokens=32)
+    root = trajectories.generate(HELD_OUT, teacher, settings, tmp_path_factory.mktemp("ev"), progress=False)
+    return trajectories.load(root)
+
+
+def test_teacher_is_perfect_and_one_token_late_is_near_098(teacher, held_out):
+    rows = rows_to_tensors(held_out)
+    assert fidelity([r["trajectory"] for r in rows], rows)["final_cosine"] == pytest.approx(1.0, abs=1e-6)
+    empty = teacher.embed_ids([teacher.wrap([])])[0]
+    late = fidelity(late_trajectories(rows, empty), rows)
+    assert 0.95 < late["final_cosine"] < 0.995  # about 0.98: final cosine alone is a weak measure
+    assert late["neighbour_agreement@10"] < 1.0
+
+
+def test_fidelity_table_and_static_baseline(teacher, held_out):
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, hidden_size=16, token_init="input_embeddings")
+    vectors = torch.nn.functional.normalize(torch.randn(len(tok), 384), dim=-1)
+    table = fidelity_table(model, held_out, teacher, token_vectors=vectors)
+    assert set(table) == {"student", "teacher", "one token late", "static mean"}
+    assert table["teacher"]["final_cosine"] == pytest.approx(1.0, abs=1e-6)
+    assert "drift_1-8" in table["student"] and "neighbour_agreement@10" in table["student"]
+    enc = StaticEmbedding(vectors).encoder(teacher.tokenizer)(["a cat", "cat a"])  # order-free by construction
+    assert torch.allclose(enc[0], enc[1], atol=1e-6)
+    assert results_markdown({"suites": {"fidelity": table, "bible": {"skipped": "no data"}}}).count("|") > 10
+
+
+def test_keystroke_fidelity_matches_the_streaming_path(teacher):
+    from tf2rnn_hf.evaluation import keystroke_fidelity
+    from tf2rnn_hf.inference.streaming import StreamingEncoder
+
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, hidden_size=16, token_init="input_embeddings")
+    text = "Hello there"
+    ds, _ = trajectories.compute_shard([text], teacher, trajectories.TrajectorySettings(prefix_unit="char",
+                                                                                        bf16=False))
+    table = keystroke_fidelity(model, ds)
+    stream, cos = StreamingEncoder(model, tok), []
+    targets = torch.as_tensor(ds.with_format("numpy")[0]["trajectory"], dtype=torch.float32)
+    ends = ds[0]["char_ends"]
+    for c, char in enumerate(text, start=1):
+        emb = stream.type(char)
+        if c in ends:
+            cos.append(float(torch.nn.functional.cosine_similarity(emb, targets[ends.index(c)], dim=0)))
+    assert table["student"]["keystroke_cosine"] == pytest.approx(sum(cos) / len(cos), abs=1e-5)
+    assert table["_keystrokes"]["count"] == len(ends)
+
+
+def test_evaluate_and_plot_cli(teacher, tmp_path):
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, hidden_size=16, token_init="input_embeddings")
+    save_student(model, tok, tmp_path / "student")
+    corpus = tmp_path / "held.txt"
+    corpus.write_text("\n".join(HELD_OUT) + "\n")
+    run = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "evaluate", str(tmp_path / "student"),
+                          "--suites", "fidelity,long,lee", "--corpus", str(corpus), "--n-texts", "28",
+                          "--output", str(tmp_path / "eval")], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = json.loads((tmp_path / "eval" / "results.json").read_text())
+    lee = results["suites"]["lee"]
+    assert lee["teacher"]["pearson"] == pytest.approx(0.656, abs=0.002)  # the published offline figure
+    assert set(lee) == {"student", "teacher", "static mean", "static SIF", "static SIF+PCA256"}
+    assert results["suites"]["fidelity"]["teacher"]["final_cosine"] == pytest.approx(1.0, abs=1e-6)
+    long = results["suites"]["long"]  # passages joined from the held-out sentences, past 64 tokens
+    assert long["_n_texts"] == 2 and long["teacher"]["drift_65-128"] == pytest.approx(1.0, abs=1e-6)
+    assert "drift_65-128" in long["student"] and "drift_65-128" not in results["suites"]["fidelity"]["student"]
+    assert "| student |" in (tmp_path / "eval" / "results.md").read_text()
+    plot = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "plot", str(tmp_path / "student"), "--output",
+                           str(tmp_path / "png"), "--results", str(tmp_path / "eval" / "results.json"),
+                           "--texts", "Hi there", "Cats"], capture_output=True, text=True, timeout=600)
+    assert plot.returncode == 0, plot.stderr[-3000:]
+    from PIL import Image
+
+    for name in ("trajectories.png", "drift.png", "suites.png"):
+        with Image.open(tmp_path / "png" / name) as image:
+            image.verify()
+            assert image.size[0] > 100
+
+
+def test_passages_join_consecutive_sentences(teacher):
+    from tf2rnn_hf.data.corpus import passages
+
+    out = passages(HELD_OUT, teacher.tokenizer, min_tokens=40, count=3)
+    assert len(out) == 3 and out[0].startswith(HELD_OUT[0]) and HELD_OUT[1] in out[0]
+    lengths = [len(teacher.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in out]
+    assert min(lengths) >= 40 and max(lengths) < 60
+
+
+def test_unknown_suite_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="Unknown suites"):
+        from tf2rnn_hf.evaluation import run_suites
+
+        run_suites({}, ["sts-b"])
+    assert callable(evaluate_model)

@@ -1,0 +1,152 @@
+"""The student in the tools people already run: sentence-transformers, pipeline, the CLI, the model card."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+from tf2rnn_hf.hub.modelcard import card_metadata
+from tf2rnn_hf.inference.encode import encode_texts
+
+TEXTS = ["search as you type", "a recurrent encoder updates per keystroke", "streams and devices"]
+
+
+@pytest.fixture(scope="module")
+def saved(teacher, tmp_path_factory):
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, hidden_size=32, token_init="input_embeddings")
+    path = tmp_path_factory.mktemp("student")
+    save_student(model, tok, path, results={"suites": {"lee": {"student": {"pearson": 0.5, "spearman": 0.4}}}})
+    return model.eval(), tok, path
+
+
+def test_sentence_transformers_equality_and_search(saved):
+    from sentence_transformers import SentenceTransformer, util
+
+    model, tok, path = saved
+    st = SentenceTransformer(str(path), device="cpu")
+    ours = encode_texts(model, tok, TEXTS)
+    theirs = st.encode(TEXTS, convert_to_tensor=True)
+    assert (ours - theirs).abs().max() <= 1e-5
+    sims = st.similarity(theirs, theirs)
+    assert sims.shape == (3, 3) and torch.allclose(sims.diagonal(), torch.ones(3), atol=1e-5)
+    hits = util.semantic_search(st.encode(["type as you search"], convert_to_tensor=True), theirs, top_k=2)
+    assert len(hits[0]) == 2 and {"corpus_id", "score"} <= set(hits[0][0])
+
+
+def test_feature_extraction_pipeline_shape(saved):
+    from transformers import pipeline
+
+    model, tok, path = saved
+    out = np.asarray(pipeline("feature-extraction", model=str(path))("hello world"))
+    n_tokens = len(tok("hello world")["input_ids"])  # with [CLS] and [SEP]
+    assert out.shape == (1, n_tokens, 384)
+    # The last row (at [SEP], a no-op) is the sentence embedding.
+    assert np.abs(out[0, -1] - encode_texts(model, tok, ["hello world"])[0].numpy()).max() <= 1e-5
+
+
+def test_model_card_validates(saved):
+    from huggingface_hub import ModelCard
+
+    _, _, path = saved
+    meta = card_metadata(path / "README.md")
+    assert meta["library_name"] == "transformers" and meta["pipeline_tag"] == "sentence-similarity"
+    assert meta["base_model"] == "sentence-transformers/all-MiniLM-L6-v2" and meta["license"] == "apache-2.0"
+    results = meta["model-index"][0]["results"]
+    assert {m["type"] for r in results for m in r["metrics"]} == {"pearson", "spearman"}
+    from huggingface_hub.repocard_data import model_index_to_eval_results
+
+    name, evals = model_index_to_eval_results(ModelCard.load(path / "README.md").data.to_dict()["model-index"])
+    assert name == path.name and {e.metric_value for e in evals} == {0.5, 0.4}
+    text = (path / "README.md").read_text()
+    assert "## Limitations" in text and "StreamingEncoder" in text and "| student |" in text
+
+
+def test_cli_card_from_saved_results(saved, tmp_path):
+    import shutil
+
+    _, _, path = saved
+    folder = tmp_path / "student"
+    shutil.copytree(path, folder)
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps({"suites": {"lee": {"student": {"pearson": 0.61, "spearman": 0.52}}}}))
+    extra = tmp_path / "cells.md"
+    extra.write_text("### Cell comparison\n\n| cell | final cosine |\n|---|---|\n| gru | 0.88 |\n")
+    run = _cli("card", str(folder), "org/tf2rnn-test", "--results", str(results), "--extra", str(extra))
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    text = (folder / "README.md").read_text()
+    assert "| gru | 0.88 |" in text and 'AutoModel.from_pretrained("org/tf2rnn-test")' in text
+    assert text.index("## Results") < text.index("### Cell comparison") < text.index("## Training data")
+    metrics = card_metadata(folder / "README.md")["model-index"][0]["results"][0]["metrics"]
+    assert {m["value"] for m in metrics} == {0.61, 0.52}
+    assert "length (64 tokens)" in text  # no distill results: the default
+    # The training length a card states is the one the student's distillation used (its results.json).
+    (folder / "results.json").write_text(json.dumps({"args": {"data": {"max_tokens": 128}}}))
+    assert _cli("card", str(folder), "org/tf2rnn-test", "--results", str(results)).returncode == 0
+    assert "length (128 tokens)" in (folder / "README.md").read_text()
+    run = _cli("card", str(folder), "org/x", "--results", str(tmp_path / "missing.json"))
+    assert run.returncode != 0 and b"no results at" in run.stderr
+
+
+def _cli(*args, stdin=None):
+    return subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", *args], input=stdin, capture_output=True,
+                          timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
+
+
+def test_cli_encode_round_trip(saved, tmp_path):
+    model, tok, path = saved
+    run = _cli("encode", str(path), "--output", str(tmp_path / "e.npy"), stdin="\n".join(TEXTS).encode())
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert np.abs(np.load(tmp_path / "e.npy") - encode_texts(model, tok, TEXTS).numpy()).max() <= 1e-5
+    src = tmp_path / "in.txt"
+    src.write_text("\n".join(TEXTS))
+    run = _cli("encode", str(path), "--input", str(src), "--output", str(tmp_path / "e.jsonl"))
+    assert run.returncode == 0
+    rows = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
+    assert [r["text"] for r in rows] == TEXTS and len(rows[0]["embedding"]) == 384
+    run = _cli("encode", str(path), "--input", str(src), "--output", str(tmp_path / "q.npy"), "--int8")
+    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    assert (np.load(tmp_path / "q.npy") * np.load(tmp_path / "e.npy")).sum(-1).min() >= 0.99  # unit vectors
+
+
+def test_cli_bad_input(saved, tmp_path):
+    _, _, path = saved
+    run = _cli("encode", str(path), "--output", str(tmp_path / "x.npy"), stdin=b"ok\n\xff\xfe broken\n")
+    assert run.returncode != 0 and b"standard input is not valid UTF-8 (byte 3" in run.stderr
+    big = ("word " * 200_000).encode()  # a 1 MB line: encoded (truncated to 256 tokens like the teacher)
+    run = _cli("encode", str(path), "--output", str(tmp_path / "big.npy"), stdin=big)
+    assert run.returncode == 0 and np.load(tmp_path / "big.npy").shape == (1, 384)
+    run = _cli("encode", str(path), "--output", str(tmp_path / "x.csv"), stdin=b"hi\n")
+    assert run.returncode != 0 and b"must end in .npy or .jsonl" in run.stderr
+
+
+def test_cli_help_everywhere():
+    for command in ([], ["evaluate"], ["card"], ["plot"], ["encode"], ["stream"], ["push"], ["pull"], ["distill"]):
+        run = _cli(*command, "--help")
+        assert run.returncode == 0 and b"usage" in run.stdout.lower(), command
+
+
+def test_stream_demo_in_a_pseudo_terminal(saved):
+    import pexpect
+
+    _, _, path = saved
+    child = pexpect.spawn(sys.executable, ["-m", "tf2rnn_hf.cli", "stream", str(path)], timeout=120,
+                          env=dict(os.environ, OMP_NUM_THREADS="1"), encoding="utf-8")
+    child.expect("query>")
+    child.send("the train to edinburgh")
+    child.expect("µs/update")
+    child.expect(r"1\. \[[+-][0-9.]+\] ")
+    child.send("\x7f")  # a backspace is a delete
+    child.expect("query> the train to edinburg\r?\n")
+    child.send("h")
+    child.expect(r"1\. \[[+-][0-9.]+\] (.*)\r?\n")
+    top = child.match.group(1)
+    child.send("\x04")
+    child.expect(pexpect.EOF)
+    assert top  # a random tiny student ranks something; the trained one ranks the Edinburgh train first

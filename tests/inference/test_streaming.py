@@ -1,0 +1,164 @@
+"""Streaming: any edit script gives the embedding of the resulting text from scratch; bad input."""
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.inference.streaming import BatchStreamingEncoder, StreamingEncoder, keystroke_embeddings
+
+ALPHABET = "abcdefghij klmnoXYZ.,!?'-\t\n0123é\u0301\u00a0\u200b😀\x01"
+
+
+@pytest.fixture(scope="module", params=["token", "byte"])
+def student(teacher, request):
+    torch.manual_seed(0)
+    model, tokenizer = build_student(teacher, cell_type="gru", hidden_size=32, num_hidden_layers=2,
+                                                token_init="input_embeddings", granularity=request.param)
+    return model.eval(), tokenizer
+
+
+def scratch(model, tokenizer, text):
+    ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    if ids.shape[1] == 0:
+        return torch.zeros(model.config.output_size)
+    with torch.no_grad():
+        return model(ids).pooler_output[0]
+
+
+edit = st.one_of(st.tuples(st.just("type"), st.text(alphabet=ALPHABET, min_size=1, max_size=6)),
+                 st.tuples(st.just("delete"), st.integers(min_value=1, max_value=5)))
+
+
+# max_checkpoints=2: deletes that go back further than the kept checkpoints re-encode, still exactly.
+@pytest.mark.parametrize("max_checkpoints", [None, 2])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(edit, min_size=1, max_size=12))
+def test_any_edit_script_equals_scratch(student, max_checkpoints, script):
+    model, tokenizer = student
+    enc = StreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
+    text = ""
+    for op, arg in script:
+        if op == "type":
+            enc.type(arg)
+            text += arg
+        else:
+            n = min(arg, len(text))
+            enc.delete(n)
+            text = text[:len(text) - n]
+        assert enc.text == text
+        assert (enc.embedding - scratch(model, tokenizer, text)).abs().max() <= 1e-5, repr(text)
+
+
+def test_batch_streams_match_single_streams(student):
+    model, tokenizer = student
+    batch = BatchStreamingEncoder(model, tokenizer)
+    ids = batch.open(3)
+    batch.type({ids[0]: "hello wor", ids[1]: "streams of", ids[2]: "x"})
+    batch.type({ids[0]: "ld", ids[2]: "yz abc"})
+    batch.delete({ids[1]: 3})
+    for i, text in zip(ids, ["hello world", "streams", "xyz abc"]):
+        assert batch.text(i) == text
+        assert (batch.embedding(i) - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    batch.close(ids[1])
+    with pytest.raises(KeyError, match="No open stream"):
+        batch.embedding(ids[1])
+
+
+def test_delete_is_a_pop_not_a_reencode(student):
+    model, tokenizer = student
+    enc = StreamingEncoder(model, tokenizer)
+    enc.type("one two three four")
+    calls = []
+    original = model.step
+    model.step = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        enc.delete(5)  # back to "one two three": the checkpoint after "three" is popped, nothing re-run
+        assert calls == [] and enc.text == "one two three"
+    finally:
+        model.step = original
+    assert (enc.embedding - scratch(model, tokenizer, "one two three")).abs().max() <= 1e-5
+
+
+def test_bad_input(student):
+    model, tokenizer = student
+    enc = StreamingEncoder(model, tokenizer)
+    with pytest.raises(ValueError, match="Cannot delete 1 characters from stream 0: it holds 0"):
+        enc.delete(1)
+    with pytest.raises(TypeError, match="takes str"):
+        enc.type(b"bytes")
+    # Emoji, combining and control characters: documented results, never NaN.
+    for text in ["😀", "e\u0301", "\x00\x01", "   "]:
+        enc.reset()
+        emb = enc.type(text)
+        assert torch.isfinite(emb).all()
+        assert (emb - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    enc.reset()
+    if model.config.granularity == "token":  # the normaliser drops control characters: no token, zeros
+        assert torch.equal(enc.type("\x01 \x02"), torch.zeros(model.config.output_size))
+    else:  # a byte student reads every byte
+        assert (enc.type("\x01 \x02") - scratch(model, tokenizer, "\x01 \x02")).abs().max() <= 1e-5
+
+
+def test_a_long_line_streams_in_bounded_steps(student):
+    model, tokenizer = student
+    enc = StreamingEncoder(model, tokenizer)
+    words = 20_000 if model.config.granularity == "token" else 2_000  # a byte student steps every byte
+    enc.type("word " * words)  # 100 kB (10 kB) typed in one call
+    calls = []
+    original = model.step
+    model.step = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        enc.type("x")
+    finally:
+        model.step = original
+    assert len(calls) == 1  # one step for one keystroke, whatever the text length
+    assert enc.state.seen_tokens.item() == (words if model.config.granularity == "token" else 5 * words) + 1
+
+
+def test_keystroke_embeddings(student):
+    model, tokenizer = student
+    emb = keystroke_embeddings(model, tokenizer, "hi there")
+    assert emb.shape == (8, model.config.output_size)
+    assert (emb[-1] - scratch(model, tokenizer, "hi there")).abs().max() <= 1e-5
+
+
+def test_nbytes_counts_the_state_and_its_checkpoints(student):
+    model, tokenizer = student
+    batch = BatchStreamingEncoder(model, tokenizer)
+    (i,) = batch.open(1)
+    one = model.init_state(1).nbytes()
+    assert batch.nbytes(i) == one  # the shared empty state
+    batch.type({i: "one two three"})
+    grown = batch.nbytes(i)
+    assert grown >= 3 * one  # a checkpoint per word (per character for bytes) so that deletes are pops
+    batch.delete({i: len("two three")})
+    assert one <= batch.nbytes(i) < grown
+
+
+def test_max_checkpoints_bounds_what_a_stream_holds(student):
+    model, tokenizer = student
+    batch = BatchStreamingEncoder(model, tokenizer, max_checkpoints=3)
+    (i,) = batch.open(1)
+    batch.type({i: "one two three four five six "})
+    held = batch.nbytes(i)
+    batch.type({i: "seven eight nine ten eleven twelve "})
+    assert batch.nbytes(i) == held  # flat in the text typed, unlike the unbounded default
+    calls = []
+    original = model.step
+    model.step = lambda *a, **k: calls.append(1) or original(*a, **k)
+    try:
+        # Checkpoints are word boundaries for tokens, characters for bytes.
+        first = len("twelve ") if model.config.granularity == "token" else 2
+        batch.delete({i: first})  # within the kept checkpoints: a pop
+        assert calls == []
+        batch.delete({i: len("seven eight nine ten eleven twelve ") - first})  # past them: re-encoded once
+        assert calls
+    finally:
+        model.step = original
+    text = "one two three four five six "
+    assert batch.text(i) == text
+    assert (batch.embedding(i) - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    with pytest.raises(ValueError, match="max_checkpoints must be at least 1"):
+        BatchStreamingEncoder(model, tokenizer, max_checkpoints=0)
