@@ -9,4 +9,6 @@ PYTHON=${PYTHON:-python3}
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -c constraints.txt -e ".[all]"
+# The data the tests read, fetched here once: the tests themselves never download.
+.venv/bin/python scripts/fetch_test_data.py tests/.data
 touch .venv/.installed

@@ -5,11 +5,19 @@ import os
 # Nothing in the suite may reach a hub; set before transformers/huggingface_hub are imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Nothing in the suite downloads: the data it reads was fetched once by scripts/setup.sh into tests/.data.
+os.environ["TF2RNN_OFFLINE"] = "1"
+os.environ["PIP_NO_INDEX"] = "1"
 # Derived artefacts (token vectors, corpora) go to one folder per test session, shared with subprocesses.
 if "TF2RNN_CACHE" not in os.environ:
     import tempfile
+    from pathlib import Path
 
     os.environ["TF2RNN_CACHE"] = tempfile.mkdtemp(prefix="tf2rnn-test-cache-")
+    for name in ("debian", "gensim_test_data"):  # the fetched data, read in place
+        fetched = Path(__file__).parent / ".data" / name
+        if fetched.is_dir():
+            (Path(os.environ["TF2RNN_CACHE"]) / name).symlink_to(fetched.resolve(), target_is_directory=True)
 
 import pytest  # noqa: E402
 import torch  # noqa: E402

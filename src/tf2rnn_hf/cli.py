@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -34,6 +35,9 @@ def cmd_evaluate(args, rest) -> int:
     from .evaluation import ALL_SUITES, evaluate_model, results_markdown
 
     suites = args.suites.split(",") if args.suites else list(ALL_SUITES)
+    unknown = [suite for suite in suites if suite not in ALL_SUITES]
+    if unknown:
+        raise SystemExit(f"error: unknown suite {', '.join(map(repr, unknown))}; choose from {', '.join(ALL_SUITES)}.")
     results = evaluate_model(args.model, args.teacher, suites, corpus=args.corpus, n_texts=args.n_texts,
                              baselines=not args.no_baselines)
     out = Path(args.output or Path(args.model) / "eval")
@@ -86,6 +90,10 @@ def cmd_plot(args, rest) -> int:
 
 
 def _read_lines(source: str) -> List[str]:
+    if source != "-" and Path(source).is_dir():
+        raise SystemExit(f"error: --input {source} is a directory; give a file with one text per line.")
+    if source != "-" and not Path(source).is_file():
+        raise SystemExit(f"error: --input {source} does not exist.")
     raw = sys.stdin.buffer.read() if source == "-" else Path(source).read_bytes()
     try:
         text = raw.decode("utf-8")
@@ -102,18 +110,20 @@ def cmd_encode(args, rest) -> int:
 
     from .inference.encode import encode_texts
 
-    lines = _read_lines(args.input)
-    model, tokenizer = _load(args.model, args.int8)
-    emb = encode_texts(model, tokenizer, lines).numpy() if lines else np.zeros((0, model.config.output_size))
     out = Path(args.output)
+    if out.suffix not in (".npy", ".jsonl"):
+        raise SystemExit(f"error: --output must end in .npy or .jsonl, got {out.name}")
+    if not out.parent.is_dir():
+        raise SystemExit(f"error: the output folder {out.parent} does not exist.")
+    model, tokenizer = _load(args.model, args.int8)
+    lines = _read_lines(args.input)
+    emb = encode_texts(model, tokenizer, lines).numpy() if lines else np.zeros((0, model.config.output_size))
     if out.suffix == ".npy":
         np.save(out, emb.astype(np.float32))
     elif out.suffix == ".jsonl":
         with out.open("w") as f:
             for line, vec in zip(lines, emb):
                 f.write(json.dumps({"text": line, "embedding": [round(float(x), 7) for x in vec]}) + "\n")
-    else:
-        raise SystemExit(f"error: --output must end in .npy or .jsonl, got {out.name}")
     print(f"encoded {len(lines)} texts -> {out} {tuple(emb.shape)}", file=sys.stderr)
     return 0
 
@@ -278,11 +288,45 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return args.func(args, rest)
     except RevisionNotFoundError:
-        print(f"error: revision {getattr(args, 'revision', None)!r} does not exist in {repo}.", file=sys.stderr)
+        message = f"revision {getattr(args, 'revision', None)!r} does not exist in {repo}."
     except RepositoryNotFoundError:
-        print(f"error: repository {repo} does not exist on {constants.ENDPOINT} (or this token cannot see it).",
-              file=sys.stderr)
+        message = f"repository {repo} does not exist on {constants.ENDPOINT} (or this token cannot see it)."
+    except _network_errors() as err:
+        message = f"cannot reach the Hub at {constants.ENDPOINT} for {repo}: {_first_line(err)}"
+    except (OSError, ValueError, TypeError, RuntimeError) as err:
+        # Our errors name the problem; the traceback would only bury it (TF2RNN_DEBUG=1 shows it).
+        if os.environ.get("TF2RNN_DEBUG"):
+            raise
+        message = _first_line(err)
+        if repo and str(repo) not in message:
+            message += f" ({repo})"
+    print(f"error: {message}", file=sys.stderr)
     return 2
+
+
+def _network_errors() -> tuple:
+    """The exception types of a Hub request that failed on the way (whichever HTTP client the hub uses)."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    found = [HfHubHTTPError]
+    try:
+        import httpx2
+
+        found.append(httpx2.HTTPError)
+    except ImportError:
+        pass
+    try:
+        import requests
+
+        found.append(requests.RequestException)
+    except ImportError:
+        pass
+    return tuple(found)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip() or type(err).__name__
+    return " ".join(text.split("\n")[0].split())
 
 
 if __name__ == "__main__":

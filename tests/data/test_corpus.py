@@ -3,6 +3,8 @@ evaluation hold-outs, and a real Debian package fetched and read."""
 
 import gzip
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -91,9 +93,23 @@ def test_stable_split_is_deterministic():
     assert 0.01 < share < 0.03
 
 
-def test_a_real_debian_package_is_fetched_and_read(tmp_path):
-    root = corpus.debian_root(["fortunes-min"], cache_dir=tmp_path)
+def test_a_real_debian_package_is_read_from_the_cache(monkeypatch):
+    """fortunes-min as scripts/setup.sh fetched it (`debian_root`, the same code): read in place, and
+    never fetched again."""
+    from tf2rnn_hf.data import sources
+
+    if not (Path(os.environ["TF2RNN_CACHE"]) / "debian" / ".fortunes-min.extracted").is_file():
+        pytest.skip("the test data is not fetched: run bash scripts/setup.sh (tests never download)")
+    monkeypatch.setattr(sources, "fetch_debian_packages", lambda *a: pytest.fail("a test tried to download"))
+    root = corpus.debian_root(["fortunes-min"])
     entries = list(corpus.fortunes_entries(root))
     assert len(entries) > 10 and all(e.strip() for e in entries)
-    assert (root / ".fortunes-min.extracted").is_file()
-    assert corpus.debian_root(["fortunes-min"], cache_dir=tmp_path) == root  # cached: no second download
+
+
+def test_offline_means_no_download(tmp_path):
+    from tf2rnn_hf.data import sources
+
+    with pytest.raises(RuntimeError, match="TF2RNN_OFFLINE.*fortunes"):
+        sources.debian_root(["fortunes"], cache_dir=tmp_path)
+    with pytest.raises(RuntimeError, match="TF2RNN_OFFLINE.*gensim"):
+        sources.gensim_test_data(tmp_path)

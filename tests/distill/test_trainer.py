@@ -318,6 +318,10 @@ def test_interrupted_run_resumes_to_the_same_weights(tmp_path):
                              env=_env(), capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert re.search(r"SHA (\w+)", resumed.stdout).group(1) == expected
+    # It resumed: began at the checkpoint's step and ran only the rest (a fresh start would run all 40).
+    step = int(last.name.split("-")[1])
+    assert re.search(r"BEGIN (\d+) RAN (\d+)", resumed.stdout).groups() == (str(step), str(40 - step))
+    assert re.search(r"BEGIN (\d+) RAN (\d+)", full.stdout).groups() == ("0", "40")
 
 
 def test_passage_training_joins_texts_past_sentence_length(tmp_path):

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -149,4 +150,10 @@ def test_stream_demo_in_a_pseudo_terminal(saved):
     top = child.match.group(1)
     child.send("\x04")
     child.expect(pexpect.EOF)
-    assert top  # a random tiny student ranks something; the trained one ranks the Edinburgh train first
+    # What the demo shows first is the model's own first match for the typed query.
+    from importlib.resources import files
+
+    model, tok, _ = saved
+    docs = [d for d in (files("tf2rnn_hf") / "data" / "demo_index.txt").read_text().splitlines() if d.strip()]
+    scores = encode_texts(model, tok, docs) @ encode_texts(model, tok, "the train to edinburgh")
+    assert re.split(r"[\r\n]", top)[0].strip() == docs[int(scores.argmax())]

@@ -1,17 +1,29 @@
-"""Run examples/distill.py's main with the given arguments, then print a hash of this rank's weights."""
+"""Run examples/distill.py's main with the given arguments, then print a hash of this rank's weights, the
+step training began at (a resumed run begins at its checkpoint's) and how many steps it ran."""
 
 import hashlib
 import importlib
 import sys
 
 import torch
+from transformers import TrainerCallback
 
 distill = vars(importlib.import_module("tf2rnn_hf.distill.recipe"))
 captured = {}
 original = distill["DistillationTrainer"].train
 
 
+class _Steps(TrainerCallback):
+    def on_train_begin(self, args, state, control, **kwargs):
+        captured["begin"] = state.global_step  # a resumed run has loaded its checkpoint's state by now
+        captured["ran"] = 0
+
+    def on_step_end(self, args, state, control, **kwargs):
+        captured["ran"] += 1
+
+
 def train_and_capture(self, *args, **kwargs):
+    self.add_callback(_Steps())
     result = original(self, *args, **kwargs)
     captured["model"] = self.accelerator.unwrap_model(self.model)
     captured["rank"] = self.args.process_index
@@ -24,4 +36,5 @@ digest = hashlib.sha256()
 for name, tensor in sorted(captured["model"].state_dict().items()):
     digest.update(name.encode())
     digest.update(tensor.detach().to(torch.float32).contiguous().numpy().tobytes())
-print(f"RANK {captured['rank']} WORLD {results['world_size']} SHA {digest.hexdigest()}", flush=True)
+print(f"RANK {captured['rank']} WORLD {results['world_size']} SHA {digest.hexdigest()} BEGIN {captured['begin']} "
+      f"RAN {captured['ran']}", flush=True)

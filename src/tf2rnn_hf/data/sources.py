@@ -3,6 +3,7 @@ their file formats (WordNet, fortunes, dictd dictionaries, SWORD Bible modules) 
 
 import gzip
 import html
+import os
 import re
 import shutil
 import struct
@@ -31,8 +32,16 @@ def debian_root(packages: List[str], cache_dir: Optional[Union[str, Path]] = Non
     return root
 
 
+def refuse_if_offline(what: str) -> None:
+    """With `TF2RNN_OFFLINE=1` nothing is downloaded: say what was wanted instead (as HF_HUB_OFFLINE does)."""
+    if os.environ.get("TF2RNN_OFFLINE", "").lower() in ("1", "true", "yes"):
+        raise RuntimeError(f"TF2RNN_OFFLINE is set: not downloading {what}. Fetch it once beforehand "
+                           "(for the tests: bash scripts/setup.sh).")
+
+
 def fetch_debian_packages(packages: List[str], dest: Path) -> Path:
     """`apt-get download` the packages (no install) and extract them under `dest`; returns `dest`."""
+    refuse_if_offline(f"the Debian packages {', '.join(packages)}")
     if shutil.which("apt-get") is None or shutil.which("dpkg-deb") is None:
         raise RuntimeError("Fetching Debian packages needs apt-get and dpkg-deb; on other systems pass "
                            "a local file or a Hub dataset id as the corpus.")
@@ -153,6 +162,7 @@ def gensim_test_data(cache_dir: Optional[Path] = None) -> Path:
     dest = Path(cache_dir or default_cache_dir()) / "gensim_test_data"
     if all((dest / name).is_file() for name in GENSIM_FILES):
         return dest
+    refuse_if_offline(f"gensim {GENSIM_VERSION}'s test data")
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", tmp,
                f"gensim=={GENSIM_VERSION}"]

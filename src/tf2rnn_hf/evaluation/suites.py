@@ -120,6 +120,9 @@ def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: 
 
     Returns {"suites": {suite: {system: metrics} | {"skipped": reason}}, "model": ..., "teacher": ...}.
     """
+    unknown = [suite for suite in suites if suite not in ALL_SUITES]
+    if unknown:
+        raise ValueError(f"Unknown suites {', '.join(map(repr, unknown))}; choose from {', '.join(ALL_SUITES)}.")
     model = TF2RNNModel.from_pretrained(model_path).eval()
     tokenizer = AutoTokenizer.from_pretrained(model_path)
     teacher_name = teacher_name or (BUILT_IN if model.config.teacher_name_or_path in (None, BUILT_IN_ID)

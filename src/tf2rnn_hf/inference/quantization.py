@@ -27,8 +27,13 @@ def quantize_int8(model: TF2RNNModel, inplace: bool = False, fused: bool = True)
     batch-1 keystroke in one native call (`kernels.Int8GRUStep`), which `model.step` runs for single rows.
     The result is for inference only: it cannot be trained or saved with `save_pretrained`; quantize after
     loading instead."""
+    if is_quantized(model):
+        raise ValueError("This model is already int8 (quantize_int8 was applied); quantize the fp32 model once.")
     if any(p.device.type != "cpu" for p in model.parameters()):
         raise ValueError("Int8 dynamic quantization runs on CPU; move the model with .cpu() first.")
+    if model.dtype != torch.float32:
+        raise ValueError(f"Int8 quantization starts from float32 weights; this model is {model.dtype}. "
+                         "Use model.float() first.")
     if not set(torch.backends.quantized.supported_engines) & {"x86", "fbgemm", "qnnpack"}:
         raise RuntimeError("This PyTorch build has no quantized CPU engine (fbgemm or qnnpack).")
     from torch.ao.quantization import quantize_dynamic
@@ -36,7 +41,7 @@ def quantize_int8(model: TF2RNNModel, inplace: bool = False, fused: bool = True)
     model = model if inplace else copy.deepcopy(model)
     model.eval()
     step = None
-    if fused and model.dtype == torch.float32:
+    if fused:
         from .kernels import Int8GRUStep, load_library
 
         if Int8GRUStep.supports(model) and load_library() is not None:
@@ -45,6 +50,7 @@ def quantize_int8(model: TF2RNNModel, inplace: bool = False, fused: bool = True)
         warnings.simplefilter("ignore")
         quantize_dynamic(model, {nn.GRU, nn.LSTM, nn.Linear}, dtype=torch.qint8, inplace=True)
     model.step_kernel = step
+    model.requires_grad_(False)  # for inference only: nothing of it can be trained
     return model
 
 

@@ -24,6 +24,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 import torch
 
 from ..models import TF2RNNModel, TF2RNNState
+from .encode import check_tokenizer
 
 
 def is_boundary(char: str) -> bool:
@@ -61,14 +62,13 @@ class BatchStreamingEncoder:
     """
 
     def __init__(self, model: TF2RNNModel, tokenizer, max_checkpoints: Optional[int] = None):
-        if max_checkpoints is not None and max_checkpoints < 1:
-            raise ValueError(f"max_checkpoints must be at least 1 (the state the current word grows from), "
-                             f"got {max_checkpoints}.")
+        if max_checkpoints is not None and (not isinstance(max_checkpoints, int) or isinstance(max_checkpoints, bool)
+                                            or max_checkpoints < 1):
+            raise ValueError(f"max_checkpoints must be at least 1 (the state the current word grows from) and a whole "
+                             f"number, or None; got {max_checkpoints!r}.")
+        check_tokenizer(model, tokenizer)
         self.max_checkpoints = max_checkpoints
         self.byte_level = getattr(model.config, "granularity", "token") == "byte"
-        if self.byte_level and not hasattr(tokenizer, "offset"):
-            raise ValueError("A byte-level student streams with its ByT5 byte tokenizer; got "
-                             f"{type(tokenizer).__name__}.")
         self.model = model.eval()
         self.backend = tokenizer.backend_tokenizer if hasattr(tokenizer, "backend_tokenizer") else None
         self.tokenizer = tokenizer
@@ -80,6 +80,8 @@ class BatchStreamingEncoder:
 
     def open(self, n: int = 1) -> List[int]:
         """Open `n` empty streams; returns their ids."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"open(n) takes a whole number of streams, at least 1; got {n!r}.")
         ids = list(range(self._next_id, self._next_id + n))
         for i in ids:
             self.streams[i] = _Stream()
@@ -135,10 +137,33 @@ class BatchStreamingEncoder:
     # ------------------------------------------------------------ edits
 
     def type(self, edits: Dict[int, str]) -> Dict[int, torch.Tensor]:
-        """Append text to streams; returns each edited stream's new embedding."""
+        """Append text to streams; returns each edited stream's new embedding. A call that raises leaves
+        every stream as it was."""
         for stream_id, text in edits.items():
+            self._get(stream_id)
             if not isinstance(text, str):
                 raise TypeError(f"type() takes str, got {type(text).__name__} for stream {stream_id}.")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as err:
+                raise ValueError(f"type() got text that is not valid UTF-8 for stream {stream_id} (a lone surrogate "
+                                 f"at character {err.start}: {text[err.start:err.end]!r}).") from None
+        saved = {i: self._snapshot(self.streams[i]) for i in edits}
+        try:
+            return self._type(edits)
+        except BaseException:
+            self.streams.update(saved)
+            raise
+
+    @staticmethod
+    def _snapshot(s: _Stream) -> _Stream:
+        # States are never modified in place, so copies of the lists are a whole snapshot.
+        def copy(items):
+            return None if items is None else list(items)
+        return _Stream(s.text, list(s.boundaries), copy(s.word_tokens), copy(s.word_states), list(s.char_states),
+                       s.dropped)
+
+    def _type(self, edits: Dict[int, str]) -> Dict[int, torch.Tensor]:
         if self.byte_level:
             self._type_bytes(edits)
             return {i: self.embedding(i) for i in edits}
@@ -162,13 +187,17 @@ class BatchStreamingEncoder:
 
     def delete(self, edits: Dict[int, int]) -> Dict[int, torch.Tensor]:
         """Remove the last n characters of streams; returns each stream's new embedding."""
-        rebuild = {}
         for stream_id, n in edits.items():
             s = self._get(stream_id)
+            if not isinstance(n, int) or isinstance(n, bool):
+                raise TypeError(f"delete() takes a whole number of characters, got {n!r} for stream {stream_id}.")
             if n < 0:
                 raise ValueError(f"Cannot delete a negative number of characters ({n}).")
             if n > len(s.text):
                 raise ValueError(f"Cannot delete {n} characters from stream {stream_id}: it holds {len(s.text)}.")
+        rebuild = {}
+        for stream_id, n in edits.items():
+            s = self._get(stream_id)
             s.text = s.text[:len(s.text) - n]
             del s.char_states[len(s.text):]  # byte-level: one state per character, popped
             while s.boundaries and s.boundaries[-1].start > len(s.text):

@@ -295,16 +295,24 @@ class _REMMixer(nn.Module):
         self.heads, self.head_dim = config.num_attention_heads, config.hidden_size // config.num_attention_heads
         self.n_real, self.n_cyc = config.rem_real_heads, config.rem_cyclic_heads
         self.attention = _LinearAttentionMixer(config, self.heads)
+        for name, value in self._initial_values().items():
+            setattr(self, name, nn.Parameter(value))
+
+    def _initial_values(self) -> dict:
         d = self.head_dim
         scales = torch.logspace(math.log10(2.0), math.log10(256.0), max(1, (self.n_real + self.n_cyc) * d))
         decays = 1.0 - 1.0 / scales  # target |lambda|, gamma spread over time scales
         real = decays[: self.n_real * d].view(self.n_real, d)
         cyc = decays[self.n_real * d: (self.n_real + self.n_cyc) * d].view(self.n_cyc, d)
-        self.eta = nn.Parameter(torch.atanh(real.clamp(max=0.999)))
-        self.nu = nn.Parameter(torch.logit(cyc.clamp(max=0.999)))
         periods = torch.logspace(math.log10(4.0), math.log10(64.0), max(1, self.n_cyc * d))[: self.n_cyc * d]
-        self.theta = nn.Parameter((2 * math.pi / periods).view(self.n_cyc, d))
-        self.mu = nn.Parameter(torch.zeros(self.n_real + self.n_cyc))  # gate starts at 0.5
+        return {"eta": torch.atanh(real.clamp(max=0.999)), "nu": torch.logit(cyc.clamp(max=0.999)),
+                "theta": (2 * math.pi / periods).view(self.n_cyc, d),
+                "mu": torch.zeros(self.n_real + self.n_cyc)}  # the gate starts at 0.5
+
+    def init_parameters(self, copy_) -> None:
+        """Set the decays, angles and gates to their initial values with `copy_` (which skips loaded ones)."""
+        for name, value in self._initial_values().items():
+            copy_(getattr(self, name), value)
 
     def state_shapes(self):
         d = self.head_dim

@@ -6,7 +6,9 @@ from transformers import PretrainedConfig
 
 CELL_TYPES = ("gru", "lstm", "linear_attention", "rem", "multistate")
 GRANULARITIES = ("token", "byte")
-MAX_TOKENS, MAX_BYTES = 256, 1024
+# A student reads the whole text wherever it runs (forward, step, streams, bulk encoding and
+# sentence-transformers): a recurrence has no position limit, and one policy keeps them equal.
+NO_LENGTH_LIMIT = 1 << 30
 
 
 class TF2RNNConfig(PretrainedConfig):
@@ -128,12 +130,6 @@ class TF2RNNConfig(PretrainedConfig):
         self._validate()
         super().__init__(pad_token_id=pad_token_id, **kwargs)
 
-    @property
-    def max_input_length(self) -> int:
-        """Steps read from one text by the bulk encoders and sentence-transformers: 256 tokens (the
-        teacher's own limit), or 1,024 bytes for a byte student."""
-        return MAX_BYTES if self.granularity == "byte" else MAX_TOKENS
-
     def _validate(self) -> None:
         if self.cell_type not in CELL_TYPES:
             raise ValueError(f"Unknown cell_type {self.cell_type!r}; choose one of {', '.join(CELL_TYPES)}.")
@@ -164,8 +160,12 @@ class TF2RNNConfig(PretrainedConfig):
                 )
         if self.state_lift and self.cell_type not in ("gru", "lstm"):
             raise ValueError(f"state_lift is available for the gru and lstm cells, not {self.cell_type!r}.")
-        if not 0.0 <= float(self.dropout) < 1.0:
+        if not isinstance(self.dropout, (int, float)) or not 0.0 <= float(self.dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}.")
+        for name in ("layer_norm_eps", "initializer_range"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < float(value) < float("inf"):
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
         bad = [i for i in self.skip_token_ids if not 0 <= int(i) < self.vocab_size]
         if bad:
             raise ValueError(f"skip_token_ids {bad} lie outside the vocabulary [0, {self.vocab_size}).")

@@ -1,6 +1,8 @@
 """TF2RNN: a recurrent sentence encoder whose state follows a transformer's prefix-embedding trajectory."""
 
 import json
+import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Tuple, Union
@@ -9,10 +11,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
+from transformers import initialization as init
 from transformers.utils import ModelOutput
 
 from .cells_tf2rnn import build_cell
-from .configuration_tf2rnn import TF2RNNConfig
+from .configuration_tf2rnn import NO_LENGTH_LIMIT, TF2RNNConfig
 
 
 class TF2RNNState:
@@ -123,6 +126,38 @@ class TF2RNNPreTrainedModel(PreTrainedModel):
     # Training-only weights (distill's teacher-transition lift) that checkpoints may carry.
     _keys_to_ignore_on_load_unexpected = [r"^state_lift\."]
 
+    @torch.no_grad()
+    def _init_weights(self, module: nn.Module) -> None:
+        # transformers covers Linear, Embedding, norms and LSTM; a GRU and the cells' own parameters would
+        # otherwise keep uninitialised memory wherever a checkpoint lacks them (a partial load).
+        super()._init_weights(module)
+        if isinstance(module, nn.GRU):
+            bound = 1.0 / math.sqrt(module.hidden_size)  # PyTorch's own GRU initialisation
+            for param in module.parameters():
+                init.uniform_(param, -bound, bound)
+        if hasattr(module, "init_parameters"):
+            module.init_parameters(init.copy_)
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, *args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, refusing a folder that does not exist (a path that cannot be a Hub
+        id) and weights that hold NaN or inf. Finite corruption (flipped bits that stay finite) is not detected."""
+        name = pretrained_model_name_or_path
+        if isinstance(name, (str, os.PathLike)) and not os.path.isdir(name) and _is_path(str(name)):
+            raise OSError(f"No saved model at {name}: that folder does not exist.")
+        loaded = super().from_pretrained(name, *args, **kwargs)
+        model = loaded[0] if isinstance(loaded, tuple) else loaded
+        bad = [n for n, p in model.named_parameters() if p.device.type != "meta" and not torch.isfinite(p).all()]
+        if bad:
+            raise ValueError(f"The weights at {name} hold non-finite values (NaN or inf) in {', '.join(bad[:5])}: "
+                             "the file is corrupted. Download or save it again.")
+        return loaded
+
+
+def _is_path(name: str) -> bool:
+    """Whether `name` can only be a local path (no Hub id looks like it)."""
+    return name.startswith((".", "/", "~")) or name.count("/") > 1 or os.sep != "/" and os.sep in name
+
 
 class TF2RNNModel(TF2RNNPreTrainedModel):
     """Token table -> recurrent cell -> readout into the teacher's embedding space (L2-normalised).
@@ -169,9 +204,19 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
             torch.zeros(batch_size, cfg.output_size, device=device, dtype=dtype),
         )
 
-    def _check_inputs(self, input_ids: torch.Tensor, past_state: Optional[TF2RNNState]) -> None:
+    def _check_inputs(self, input_ids: torch.Tensor, past_state: Optional[TF2RNNState],
+                      attention_mask: Optional[torch.Tensor] = None) -> None:
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.long, torch.int, torch.int16,
+                                                                               torch.int8, torch.uint8):
+            raise TypeError(f"input_ids must be an integer tensor, got {getattr(input_ids, 'dtype', type(input_ids))}.")
         if input_ids.dim() != 2:
             raise ValueError(f"input_ids must have shape [batch, steps], got {tuple(input_ids.shape)}.")
+        if attention_mask is not None:
+            if not isinstance(attention_mask, torch.Tensor) or attention_mask.shape != input_ids.shape:
+                raise ValueError(f"attention_mask must have the shape of input_ids {tuple(input_ids.shape)}, got "
+                                 f"{tuple(getattr(attention_mask, 'shape', ()))}.")
+            if attention_mask.numel() and bool(((attention_mask != 0) & (attention_mask != 1)).any()):
+                raise ValueError("attention_mask must hold only 0 (padding) and 1 (a real step).")
         if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.config.vocab_size):
             bad = input_ids[(input_ids < 0) | (input_ids >= self.config.vocab_size)]
             raise ValueError(
@@ -190,6 +235,15 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         if past_state.dtype != self.dtype:
             raise ValueError(f"past_state has dtype {past_state.dtype} but the model has {self.dtype}; "
                              "use past_state.to(dtype=model.dtype).")
+        if past_state.device != self.device:
+            raise ValueError(f"past_state is on device {past_state.device} but the model is on {self.device}; "
+                             "use past_state.to(model.device).")
+        expected = [*self.cell.state_shapes(), (self.config.output_size if self.config.residual_token_mean else 0,),
+                    (), (self.config.output_size,)]
+        got = [tuple(t.shape[1:]) for t in past_state._tensors()]
+        if got != [tuple(shape) for shape in expected]:
+            raise ValueError(f"past_state does not fit this model: its tensors have row shapes {got}, the model's "
+                             f"{[tuple(shape) for shape in expected]}; was it made by another model?")
 
     def step_mask(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Which positions are real steps: the attention mask minus the skipped special tokens."""
@@ -232,7 +286,7 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
             output_hidden_states if output_hidden_states is not None else self.config.output_hidden_states
         )
         return_dict = return_dict if return_dict is not None else self.config.return_dict
-        self._check_inputs(input_ids, past_state)
+        self._check_inputs(input_ids, past_state, attention_mask)
         batch, steps = input_ids.shape
         state = past_state if past_state is not None else self.init_state(batch)
         mask = self.step_mask(input_ids, attention_mask)
@@ -288,6 +342,8 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         Equals `forward` on one step. A single row runs `step_kernel` when one is attached; every other
         call runs `step_reference`. Autograd works wherever the caller enables it.
         """
+        if not isinstance(input_ids, torch.Tensor):
+            raise TypeError(f"input_ids must be an integer tensor of one id per row, got {type(input_ids).__name__}.")
         input_ids = input_ids.reshape(-1)
         self._check_inputs(input_ids[:, None], past_state)
         if self.step_kernel is not None and input_ids.shape[0] == 1:
@@ -309,20 +365,26 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         emb = F.normalize(raw, dim=-1)
         return emb, TF2RNNState(cell_state, token_sum, seen, emb)
 
+    def check_savable(self) -> None:
+        """Refuse, before anything is written, a model that `save_pretrained` cannot save whole (int8)."""
+        if any(type(m).__module__.startswith("torch.ao.nn.quantized") for m in self.modules()):
+            raise ValueError("An int8 (quantize_int8) model cannot be saved: save the fp32 model, and quantize "
+                             "after loading it.")
+
     def save_pretrained(self, save_directory, *args, **kwargs) -> None:
         """`PreTrainedModel.save_pretrained`, plus the sentence-transformers files, so that
         `SentenceTransformer(save_directory)` reads the same embedding as the model."""
+        self.check_savable()
         super().save_pretrained(save_directory, *args, **kwargs)
         if kwargs.get("is_main_process", True):
             write_sentence_transformers_files(save_directory, self.config)
 
 
-def write_sentence_transformers_files(path: Union[str, Path], config: TF2RNNConfig,
-                                      max_seq_length: Optional[int] = None) -> None:
+def write_sentence_transformers_files(path: Union[str, Path], config: TF2RNNConfig) -> None:
     """modules.json and configs so `SentenceTransformer(path)` loads the student: the Transformer module
     returns the trajectory, last-token pooling reads the embedding after the last step (special tokens are
-    no-ops, so the [SEP] position repeats it), then normalisation (a no-op on unit vectors). Inputs are cut
-    at `max_seq_length` steps (default: `config.max_input_length`)."""
+    no-ops, so the [SEP] position repeats it), then normalisation (a no-op on unit vectors). Texts are read
+    whole, as everywhere else (no cut at the teacher's 256 tokens)."""
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     modules = [
@@ -331,8 +393,7 @@ def write_sentence_transformers_files(path: Union[str, Path], config: TF2RNNConf
         {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
     ]
     (path / "modules.json").write_text(json.dumps(modules, indent=2))
-    max_seq_length = max_seq_length if max_seq_length is not None else config.max_input_length
-    (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": max_seq_length,
+    (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": NO_LENGTH_LIMIT,
                                                                 "do_lower_case": False}, indent=2))
     pooling = {"word_embedding_dimension": config.output_size, "pooling_mode_cls_token": False,
                "pooling_mode_mean_tokens": False, "pooling_mode_max_tokens": False,
