@@ -14,7 +14,7 @@ if "TF2RNN_CACHE" not in os.environ:
     from pathlib import Path
 
     os.environ["TF2RNN_CACHE"] = tempfile.mkdtemp(prefix="tf2rnn-test-cache-")
-    for name in ("debian", "gensim_test_data"):  # the fetched data, read in place
+    for name in ("debian", "gensim_test_data", "sts_b"):  # the fetched data, read in place
         fetched = Path(__file__).parent / ".data" / name
         if fetched.is_dir():
             (Path(os.environ["TF2RNN_CACHE"]) / name).symlink_to(fetched.resolve(), target_is_directory=True)

@@ -75,6 +75,67 @@ def scale_table() -> str:
     return "\n".join(lines)
 
 
+def transfer_peer_table() -> str:
+    """Students, the teacher, one token late and the real Model2Vec side by side on what transfers: STS-B
+    (whole and half sentences), neighbour agreement@10 on held-out sentences and on keystroke prefixes, and
+    the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
+    `make distill` student; release.json), the peer from benchmarks/peers/model2vec.sh."""
+    peer = load("peer-model2vec")
+    students = {name: load(file) for name, file in (("student (make distill)", "quick-eval"),
+                                                    ("student (tf2rnn-minilm)", "release"))}
+    students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
+    if not peer and not students:
+        return ""
+    rows = {}
+
+    def row(suites, system):
+        cells = {}
+        if system in suites.get("sts-b", {}):
+            cells["STS-B"] = suites["sts-b"][system]["spearman"]
+            cells["STS-B@50%"] = suites["sts-b"][system]["spearman@50%"]
+            if "teacher_agreement@50%" in suites["sts-b"][system]:
+                cells["STS-B@50% rank agreement with teacher"] = suites["sts-b"][system]["teacher_agreement@50%"]
+        if system in suites.get("fidelity", {}):
+            cells["NA@10 held-out"] = suites["fidelity"][system].get("neighbour_agreement@10", float("nan"))
+        for suite, key in (("bible", "recall@1"), ("wordnet", "recall@1"), ("lee", "pearson")):
+            if system in suites.get(suite, {}):
+                cells[f"{suite} {key}"] = suites[suite][system][key]
+        return cells
+
+    first = next(iter(students.values()), None) or peer
+    rows["teacher"] = row(first["suites"], "teacher")
+    for name, result in students.items():
+        rows[name] = row(result["suites"], "student")
+    if students:
+        rows["one token late"] = row(next(iter(students.values()))["suites"], "one token late")
+    if peer:
+        rows["Model2Vec (real, PCA 256)"] = row(peer["suites"], peer["peer"])
+        rows["Model2Vec (real, PCA 256)"]["NA@10 keystrokes"] = peer["suites"]["keystroke"][peer["peer"]][
+            "neighbour_agreement@10"]
+    return format_table(rows, "Transfer: students, the teacher and a real Model2Vec peer (STS-B test x100; "
+                              "`tf2rnn evaluate --suites sts-b,...` and benchmarks/peers/model2vec.sh)")
+
+
+def transfer_table() -> str:
+    """Leave one source out (transfer.sh): NA@10 and final cosine on a source's held-out sentences when that
+    source was left out of training, beside the student trained on every source."""
+    every = load("transfer-all")
+    rows = {}
+    for path in sorted(RESULTS.glob("transfer-*.json")):
+        source = path.stem[len("transfer-"):]
+        if source == "all":
+            continue
+        left = load(path.stem)["fidelity"]["student"]
+        row = {"left out: final_cosine": left["final_cosine"], "left out: NA@10": left["neighbour_agreement@10"]}
+        if every and source in every["suites"].get("fidelity-by-source", {}):
+            seen = every["suites"]["fidelity-by-source"][source]
+            row.update({"trained on: final_cosine": seen["final_cosine"],
+                        "trained on: NA@10": seen.get("neighbour_agreement@10", float("nan"))})
+        rows[source] = row
+    return format_table(rows, "Leave one source out (transfer.sh): the quick preset without a source, scored on "
+                              "that source's held-out sentences") if rows else ""
+
+
 def main():
     if "--cells" in sys.argv[1:]:
         print(cell_comparison())
@@ -154,6 +215,7 @@ def main():
                                       "the neighbour loss at weight 0.2 / 1 (bank of 8,192 teacher embeddings, "
                                       "temperature 0.05)"))
     out.append(scale_table())
+    out.extend(t for t in (transfer_peer_table(), transfer_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown

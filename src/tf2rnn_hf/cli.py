@@ -34,7 +34,11 @@ def cmd_evaluate(args, rest) -> int:
     """Evaluate a saved student on the chosen suites; write results.json and results.md."""
     from .evaluation import ALL_SUITES, evaluate_model, results_markdown
 
-    suites = args.suites.split(",") if args.suites else list(ALL_SUITES)
+    if args.texts:  # the user's own text: free-running fidelity on it, unless other suites are asked for
+        if not Path(args.texts).is_file():
+            raise SystemExit(f"error: --texts {args.texts} is not a file (one text per line, or .jsonl).")
+        args.corpus = args.texts
+    suites = args.suites.split(",") if args.suites else (["fidelity"] if args.texts else list(ALL_SUITES))
     unknown = [suite for suite in suites if suite not in ALL_SUITES]
     if unknown:
         raise SystemExit(f"error: unknown suite {', '.join(map(repr, unknown))}; choose from {', '.join(ALL_SUITES)}.")
@@ -220,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--teacher", default=None, help="Teacher ('built-in', folder or Hub id); default: the model's.")
     p.add_argument("--suites", default=None, help="Comma-separated suites (default all): " + ",".join(ALL_SUITES) + ".")
     p.add_argument("--corpus", default="offline", help="Held-out text for the fidelity suite.")
+    p.add_argument("--texts", default=None, metavar="FILE",
+                   help="Your own text (one per line, or .jsonl with a 'text' field): fidelity to the teacher on it.")
     p.add_argument("--n-texts", type=int, default=1000)
     p.add_argument("--no-baselines", action="store_true")
     p.add_argument("--output", default=None, help="Folder for results.json and results.md (default MODEL/eval).")

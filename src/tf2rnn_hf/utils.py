@@ -38,3 +38,13 @@ def pad_ids(sequences: Sequence[Sequence[int]], pad_id: int = 0) -> Tuple[torch.
 def stable_bucket(key: str, buckets: int = 100) -> int:
     """A bucket in [0, buckets) that depends only on `key` (not on Python's salted hash)."""
     return int.from_bytes(hashlib.sha1(key.encode("utf-8")).digest()[:8], "big") % buckets
+
+
+def cpu_flags() -> str:
+    """The CPU's feature flags (/proc/cpuinfo), or the processor's name where there is no such file."""
+    import platform
+
+    try:
+        return next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
+    except (OSError, StopIteration):
+        return platform.processor()

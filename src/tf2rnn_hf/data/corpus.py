@@ -63,12 +63,17 @@ def passages(texts: Sequence[str], tokenizer, min_tokens: int = 100, count: Opti
 
 
 def load_texts(source: str, split: str = "train", text_column: str = "text", limit: Optional[int] = None,
-               cache_dir: Optional[Union[str, Path]] = None) -> datasets.Dataset:
+               cache_dir: Optional[Union[str, Path]] = None, only_sources: Optional[Sequence[str]] = None,
+               exclude_sources: Optional[Sequence[str]] = None, shuffle_seed: Optional[int] = None
+               ) -> datasets.Dataset:
     """Texts from `source` as a Dataset with a `text` column.
 
     `source` is `"offline"` (the built-in recipe; `split` is `train` or `heldout`), a local `.txt`
     (one text per line), `.jsonl`/`.json` or `.csv` file or a folder of them, or a Hub dataset id.
-    Empty and whitespace-only texts are dropped (and counted in the log).
+    Empty and whitespace-only texts are dropped (and counted in the log). `only_sources` / `exclude_sources`
+    keep or drop rows by their `source` column (the offline corpus records each sentence's package).
+    With `shuffle_seed`, `limit` takes a stable random sample instead of the first rows (the offline
+    corpus's splits run source by source, so its first rows all come from one source).
     """
     looks_local = source.endswith((".txt", ".jsonl", ".json", ".csv")) or source.startswith((".", "/", "~"))
     if source == OFFLINE:
@@ -88,6 +93,17 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     ds = ds.filter(lambda batch: [bool(t and t.strip()) for t in batch["text"]], batched=True)
     if len(ds) < before:
         logger.info("Skipped %d empty or whitespace-only texts of %s.", before - len(ds), source)
+    if only_sources or exclude_sources:
+        if "source" not in ds.column_names:
+            raise ValueError(f"{source!r} has no 'source' column to choose texts by source from.")
+        known = set(ds.unique("source"))
+        unknown = sorted((set(only_sources or ()) | set(exclude_sources or ())) - known)
+        if unknown:
+            raise ValueError(f"Unknown sources {unknown}; {source!r} has {sorted(known)}.")
+        keep = set(only_sources or known) - set(exclude_sources or ())
+        ds = ds.filter(lambda batch: [s in keep for s in batch["source"]], batched=True)
+    if shuffle_seed is not None:
+        ds = ds.shuffle(seed=shuffle_seed)
     if limit is not None:
         ds = ds.select(range(min(limit, len(ds))))
     return ds

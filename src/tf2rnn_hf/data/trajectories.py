@@ -21,7 +21,7 @@ import datasets
 import numpy as np
 
 from ..utils import default_cache_dir, write_atomic
-from .teacher import Teacher
+from .teacher import Teacher, fast_bf16
 
 PREFIX_UNITS = ("token", "char")
 
@@ -33,7 +33,9 @@ class TrajectorySettings:
     prefix_unit: str = "token"  # "token": tokens[:t]; "char": text[:c] re-tokenised, as typed (keystrokes)
     max_tokens: Optional[int] = 64  # text tokens kept (without specials); longer texts are truncated
     stride: int = 1  # target every stride-th prefix, plus the first and the last; 1 = the full trajectory
-    bf16: bool = True  # teacher under bf16 autocast (cosine 0.99998 to fp32 on this CPU, ~3x faster)
+    # Teacher under bf16 autocast (cosine 0.99998 to fp32); None: where the teacher's device computes bf16
+    # natively (`teacher.fast_bf16`), which the cache's fingerprint then records as True or False.
+    bf16: Optional[bool] = None
     token_budget: int = 4096  # padded tokens per teacher call
     shard_size: int = 2000  # texts per shard
 
@@ -153,6 +155,13 @@ def byte_rows(char_dataset: datasets.Dataset, offset: int = 3) -> datasets.Datas
     return char_dataset.map(convert, remove_columns=["char_input_ids", "shared_tokens"], desc="byte rows")
 
 
+def resolve(settings: TrajectorySettings, teacher: Teacher) -> TrajectorySettings:
+    """`settings` with `bf16=None` decided for the teacher's device."""
+    if settings.bf16 is not None:
+        return settings
+    return dataclasses.replace(settings, bf16=fast_bf16(teacher.device))
+
+
 def texts_fingerprint(texts: Sequence[str]) -> str:
     """A short hash of the texts, in order: the key of their shards and runs."""
     digest = hashlib.sha256()
@@ -165,6 +174,7 @@ def texts_fingerprint(texts: Sequence[str]) -> str:
 def cache_root(teacher: Teacher, settings: TrajectorySettings, cache_dir: Optional[Union[str, Path]] = None) -> Path:
     """The cache folder of a teacher and settings. Shards inside are keyed by their own texts, so a larger
     slice of the same corpus reuses every shard a smaller one computed."""
+    settings = resolve(settings, teacher)
     key = json.dumps({"teacher": teacher.fingerprint(), "settings": dataclasses.asdict(settings)}, sort_keys=True)
     name = f"{settings.prefix_unit}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     return Path(cache_dir or default_cache_dir()) / "trajectories" / name
@@ -182,6 +192,7 @@ def generate(texts: Sequence[str], teacher: Teacher, settings: TrajectorySetting
     """Compute this process's missing shards (every `num_processes`-th, from `process_index`); returns
     the run manifest. Finished shards are never recomputed."""
     texts = list(texts)
+    settings = resolve(settings, teacher)
     run = cache_path(teacher, texts, settings, cache_dir)
     shards = run.parent.parent / "shards"
     shards.mkdir(parents=True, exist_ok=True)

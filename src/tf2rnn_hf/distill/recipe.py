@@ -82,6 +82,10 @@ class DataArguments:
     eval_corpus: Optional[str] = field(default=None, metadata={
         "help": "Held-out text (same kinds as --corpus); default: --corpus at --eval_split."})
     text_column: str = "text"
+    exclude_sources: Optional[str] = field(default=None, metadata={
+        "help": "Comma-separated sources (the offline corpus's packages) left out of training: transfer runs."})
+    eval_sources: Optional[str] = field(default=None, metadata={
+        "help": "Comma-separated sources the held-out texts are drawn from (default: all)."})
     train_split: str = "train"
     eval_split: str = "heldout"
     max_train_texts: Optional[int] = 20000
@@ -98,7 +102,9 @@ class DataArguments:
     passage_stride: Optional[int] = field(default=None, metadata={
         "help": "With --passage_tokens: the passages' --stride (default: --stride), so sentences can keep a target "
                 "at every prefix while long passages, whose teacher calls cost most, get a sparser one."})
-    teacher_bf16: bool = True
+    teacher_bf16: Optional[bool] = field(default=None, metadata={
+        "help": "Teacher under bf16 autocast for the trajectories (default: where its device computes bf16 "
+                "natively; emulated bf16 is several times slower than fp32)."})
     token_budget: int = 4096
     shard_size: int = 2000
     cache_dir: Optional[str] = None
@@ -163,10 +169,15 @@ def main(argv: Optional[List[str]] = None) -> dict:
     # The main process builds shared artefacts first (the offline corpus, token vectors); the others then
     # read them from the cache instead of racing to write them.
     with training_args.main_process_first(desc="corpus"):
+        def split_list(value):
+            return value.split(",") if value else None
+
         train_texts = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
-                                 data_args.max_train_texts, data_args.cache_dir)["text"]
+                                 data_args.max_train_texts, data_args.cache_dir,
+                                 exclude_sources=split_list(data_args.exclude_sources))["text"]
         eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
-                                data_args.text_column, data_args.max_eval_texts, data_args.cache_dir)["text"]
+                                data_args.text_column, data_args.max_eval_texts, data_args.cache_dir,
+                                only_sources=split_list(data_args.eval_sources))["text"]
     # (texts, settings) pairs whose trajectories make the training set: sentences, then any passages.
     parts = [(list(train_texts), settings)]
     if data_args.passage_tokens:

@@ -18,6 +18,7 @@ SUITE_DATASETS = {
                 ("recall@1", "recall@10", "mrr")),
     "lee": ("lee-document-similarity", "Lee et al. 2005 document similarity", ("pearson", "spearman")),
     "wordsim": ("wordsim353-simlex999", "WordSim-353 / SimLex-999", ("wordsim353_spearman", "simlex999_spearman")),
+    "sts-b": ("mteb/stsbenchmark-sts", "STS-B test (cosine Spearman x100)", ("spearman",)),
     "keystroke": ("tf2rnn-heldout-keystrokes", "Held-out per-keystroke fidelity to the teacher", ("keystroke_cosine",)),
     "fidelity": ("tf2rnn-heldout", "Held-out corpus fidelity to the teacher",
                  ("final_cosine", "prefix_cosine", "neighbour_agreement@10")),

@@ -27,7 +27,7 @@ from typing import List, Optional
 import torch
 
 from ...models import TF2RNNModel, TF2RNNState
-from ...utils import default_cache_dir
+from ...utils import cpu_flags, default_cache_dir
 
 logger = logging.getLogger(__name__)
 SOURCE = Path(__file__).parent / "gru_step.c"
@@ -39,18 +39,11 @@ class _Params(ctypes.Structure):
                                              "b_hh", "w_o", "s_o", "r_o", "b_o")]
 
 
-def _cpu_flags() -> str:
-    try:
-        return next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    except (OSError, StopIteration):
-        return platform.processor()
-
-
 @lru_cache(maxsize=None)
 def load_library() -> Optional[ctypes.CDLL]:
     """The compiled kernel (built on first use), or None where no C compiler is available."""
     # -march=native code runs only on CPUs like this one: the cache key holds the CPU's flags.
-    key = hashlib.sha256(SOURCE.read_bytes() + _cpu_flags().encode() + platform.machine().encode()).hexdigest()[:16]
+    key = hashlib.sha256(SOURCE.read_bytes() + cpu_flags().encode() + platform.machine().encode()).hexdigest()[:16]
     target = Path(default_cache_dir()) / "kernels" / f"gru_step-{key}.so"
     if not target.is_file():
         cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
