@@ -126,3 +126,30 @@ def test_streams_stay_exact_or_refuse(student, edits):
     if stream.text.strip():
         scratch = encode_texts(model, tok, [stream.text])[0]
         assert torch.allclose(emb, scratch, atol=1e-5) or float(scratch.norm()) == 0
+
+
+@pytest.mark.parametrize("max_checkpoints", [None, 2])
+def test_a_call_that_fails_midway_is_undone(student, monkeypatch, max_checkpoints):
+    """A failure after some words were stepped (here: the model raises on the 3rd step) leaves the stream
+    as it was, and it goes on equal to the model run from scratch."""
+    model, tok = student
+    stream = StreamingEncoder(model, tok, max_checkpoints=max_checkpoints)
+    stream.type("one two three ")
+    before = stream.embedding
+    calls, real = [], model.step
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("simulated failure")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(model, "step", failing)
+    with pytest.raises(RuntimeError, match="simulated"):
+        stream.type("four five six seven")
+    monkeypatch.setattr(model, "step", real)
+    assert stream.text == "one two three " and torch.equal(stream.embedding, before)
+    stream.type("eight")
+    stream.delete(len("three eight"))
+    assert torch.allclose(stream.embedding, encode_texts(model, tok, ["one two "])[0], atol=1e-5)
+

@@ -148,20 +148,29 @@ class BatchStreamingEncoder:
             except UnicodeEncodeError as err:
                 raise ValueError(f"type() got text that is not valid UTF-8 for stream {stream_id} (a lone surrogate "
                                  f"at character {err.start}: {text[err.start:err.end]!r}).") from None
-        saved = {i: self._snapshot(self.streams[i]) for i in edits}
+        marks = {i: self._mark(self.streams[i]) for i in edits}
         try:
             return self._type(edits)
         except BaseException:
-            self.streams.update(saved)
+            for stream_id, mark in marks.items():
+                self._undo(stream_id, mark)
             raise
 
     @staticmethod
-    def _snapshot(s: _Stream) -> _Stream:
-        # States are never modified in place, so copies of the lists are a whole snapshot.
-        def copy(items):
-            return None if items is None else list(items)
-        return _Stream(s.text, list(s.boundaries), copy(s.word_tokens), copy(s.word_states), list(s.char_states),
-                       s.dropped)
+    def _mark(s: _Stream) -> tuple:
+        # Typing only appends to the checkpoint lists and replaces (never edits) the current word's lists,
+        # so their lengths and the word's lists undo it: O(1), not a copy of every checkpoint per keystroke.
+        return s.text, len(s.boundaries), s.word_tokens, s.word_states, len(s.char_states), s.dropped
+
+    def _undo(self, stream_id: int, mark: tuple) -> None:
+        s = self.streams[stream_id]
+        text, boundaries, word_tokens, word_states, chars, dropped = mark
+        if s.dropped > dropped:  # max_checkpoints let go of checkpoints the marked stream still needs
+            self.streams[stream_id] = _Stream()
+            self._type({stream_id: text})  # re-encode once, as a delete past the kept checkpoints does
+            return
+        s.text, s.word_tokens, s.word_states = text, word_tokens, word_states
+        del s.boundaries[boundaries:], s.char_states[chars:]
 
     def _type(self, edits: Dict[int, str]) -> Dict[int, torch.Tensor]:
         if self.byte_level:

@@ -184,6 +184,7 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         # Not a buffer: checkpoint loading builds modules on the meta device and never refills
         # non-persistent buffers, so the ids are rebuilt from the config per device instead.
         self._skip_ids = {}
+        self._row_shapes = None
         self.post_init()
 
     def get_input_embeddings(self) -> nn.Embedding:
@@ -217,12 +218,13 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
                                  f"{tuple(getattr(attention_mask, 'shape', ()))}.")
             if attention_mask.numel() and bool(((attention_mask != 0) & (attention_mask != 1)).any()):
                 raise ValueError("attention_mask must hold only 0 (padding) and 1 (a real step).")
-        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.config.vocab_size):
-            bad = input_ids[(input_ids < 0) | (input_ids >= self.config.vocab_size)]
-            raise ValueError(
-                f"input_ids hold token ids outside the vocabulary [0, {self.config.vocab_size}): "
-                f"{bad.unique()[:8].tolist()}."
-            )
+        vocab = self.config.vocab_size
+        if input_ids.numel():
+            low, high = input_ids.aminmax()
+            if int(low) < 0 or int(high) >= vocab:
+                bad = input_ids[(input_ids < 0) | (input_ids >= vocab)]
+                raise ValueError(f"input_ids hold token ids outside the vocabulary [0, {vocab}): "
+                                 f"{bad.unique()[:8].tolist()}.")
         if past_state is None:
             return
         if not isinstance(past_state, TF2RNNState):
@@ -232,18 +234,27 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
                 f"past_state holds {past_state.batch_size} rows but input_ids has {input_ids.shape[0]}; "
                 "select rows with past_state.index_select(...)."
             )
-        if past_state.dtype != self.dtype:
-            raise ValueError(f"past_state has dtype {past_state.dtype} but the model has {self.dtype}; "
+        # The token table's dtype and device stand for the model's: PreTrainedModel's properties walk every
+        # parameter, and this runs at every keystroke.
+        weight = self.embeddings.weight
+        if past_state.dtype != weight.dtype:
+            raise ValueError(f"past_state has dtype {past_state.dtype} but the model has {weight.dtype}; "
                              "use past_state.to(dtype=model.dtype).")
-        if past_state.device != self.device:
-            raise ValueError(f"past_state is on device {past_state.device} but the model is on {self.device}; "
+        if past_state.device != weight.device:
+            raise ValueError(f"past_state is on device {past_state.device} but the model is on {weight.device}; "
                              "use past_state.to(model.device).")
-        expected = [*self.cell.state_shapes(), (self.config.output_size if self.config.residual_token_mean else 0,),
-                    (), (self.config.output_size,)]
         got = [tuple(t.shape[1:]) for t in past_state._tensors()]
-        if got != [tuple(shape) for shape in expected]:
+        if got != self._state_row_shapes():
             raise ValueError(f"past_state does not fit this model: its tensors have row shapes {got}, the model's "
-                             f"{[tuple(shape) for shape in expected]}; was it made by another model?")
+                             f"{self._state_row_shapes()}; was it made by another model?")
+
+    def _state_row_shapes(self) -> list:
+        """Per-row shape of each tensor of this model's `TF2RNNState` (computed once)."""
+        if self._row_shapes is None:
+            cfg = self.config
+            self._row_shapes = [tuple(shape) for shape in self.cell.state_shapes()] + [
+                (cfg.output_size if cfg.residual_token_mean else 0,), (), (cfg.output_size,)]
+        return self._row_shapes
 
     def step_mask(self, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None) -> torch.Tensor:
         """Which positions are real steps: the attention mask minus the skipped special tokens."""
