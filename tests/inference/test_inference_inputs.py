@@ -153,3 +153,20 @@ def test_a_call_that_fails_midway_is_undone(student, monkeypatch, max_checkpoint
     stream.delete(len("three eight"))
     assert torch.allclose(stream.embedding, encode_texts(model, tok, ["one two "])[0], atol=1e-5)
 
+
+
+def test_a_tokenizer_whose_backend_pads_streams_right(student):
+    """The built-in teacher's tokenizer.json pads and truncates every encoding to 128 tokens at the backend;
+    the stream, which reads words through the backend, must not step those pads."""
+    from transformers import AutoTokenizer
+
+    from tf2rnn_hf.data.teacher import resolve_teacher_path
+
+    model, _ = student
+    fresh = AutoTokenizer.from_pretrained(resolve_teacher_path())
+    assert fresh.backend_tokenizer.padding is not None  # the case under test
+    stream = StreamingEncoder(model, fresh)
+    stream.type("search as you type")
+    assert stream.state.seen_tokens.item() == len(fresh("search as you type", add_special_tokens=False)["input_ids"])
+    assert torch.allclose(stream.embedding, encode_texts(model, fresh, ["search as you type"])[0], atol=1e-5)
+    assert fresh.backend_tokenizer.padding is not None  # the caller's tokenizer is left as it was

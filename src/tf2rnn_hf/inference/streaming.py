@@ -71,6 +71,15 @@ class BatchStreamingEncoder:
         self.byte_level = getattr(model.config, "granularity", "token") == "byte"
         self.model = model.eval()
         self.backend = tokenizer.backend_tokenizer if hasattr(tokenizer, "backend_tokenizer") else None
+        if self.backend is not None and (self.backend.padding or self.backend.truncation):
+            # Words go through the backend directly; padding or truncation set there (the built-in teacher's
+            # tokenizer.json pads every encoding to 128) would step pads. A copy without them, so the
+            # caller's tokenizer is untouched.
+            from tokenizers import Tokenizer
+
+            self.backend = Tokenizer.from_str(self.backend.to_str())
+            self.backend.no_padding()
+            self.backend.no_truncation()
         self.tokenizer = tokenizer
         self._empty = model.init_state(1)
         self.streams: Dict[int, _Stream] = {}
