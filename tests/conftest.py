@@ -29,6 +29,8 @@ def tiny_config(cell_type: str = "gru", **overrides) -> TF2RNNConfig:
     """A small config of `cell_type` with two layers, so layer stacking is exercised too."""
     kwargs = dict(vocab_size=50, hidden_size=24, num_hidden_layers=2, cell_type=cell_type, output_size=16,
                   num_attention_heads=4, rem_real_heads=1, rem_cyclic_heads=1, num_slots=5, skip_token_ids=[0, 1])
+    if cell_type == "tova_attention":  # it reads the token table directly, at the cell's width
+        kwargs.update(embedding_size=kwargs["hidden_size"], residual_token_mean=False)
     kwargs.update(overrides)
     return TF2RNNConfig(**kwargs)
 

@@ -2,7 +2,7 @@
 adds what only training needs: a map from a teacher embedding to a cell state, and teacher forcing."""
 
 import copy
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -114,15 +114,19 @@ class TF2RNNForDistillation(TF2RNNModel):
 
 
 TOKEN_INITS = ("teacher_outputs", "input_embeddings", "random")
+# Cells that are the teacher's own layers: build_student copies the teacher into them.
+INHERITED_CELLS = ("tova_attention",)
 
 
-def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru", hidden_size: int = 768,
-                  num_hidden_layers: int = 1, token_init: str = "teacher_outputs", **config_kwargs
+def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru", hidden_size: Optional[int] = None,
+                  num_hidden_layers: Optional[int] = None, token_init: Optional[str] = None,
+                  teacher_layers: Optional[Sequence[int]] = None, **config_kwargs
                   ) -> Tuple["TF2RNNForDistillation", PreTrainedTokenizerBase]:
     """A fresh student of `teacher` (`"built-in"`, a folder, a Hub id or a loaded `Teacher`) and its tokenizer.
 
     The student is a `TF2RNNForDistillation`: a `TF2RNNModel` that the distillation losses can also run
     teacher-forced, and that saves and loads as a plain `TF2RNNModel`. `config_kwargs` go to `TF2RNNConfig`.
+    Defaults: one layer of width 768 for the recurrent cells.
 
     `token_init="teacher_outputs"` (default) starts each token's vector at the teacher's embedding of that
     token alone: that is exactly the teacher's embedding of a one-token prefix, so with the mean-pooling
@@ -130,12 +134,43 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
     order-free baseline (a prototype measured +0.02 final cosine over input-embedding init).
     `"input_embeddings"` copies the teacher's word-embedding table (cheaper, context-free);
     `"random"` keeps the normal initialisation.
+
+    `cell_type="tova_attention"` inherits the teacher instead (see `inherit_teacher`): its word and position
+    embeddings, and `teacher_layers` (default: `num_hidden_layers` of them evenly spaced, all by default) with
+    their attention made causal. Its width, heads and feed-forward size are the teacher's.
     """
-    config_kwargs.update(cell_type=cell_type, hidden_size=hidden_size, num_hidden_layers=num_hidden_layers)
+    inherited = cell_type in INHERITED_CELLS
+    token_init = token_init or ("input_embeddings" if inherited else "teacher_outputs")
     if token_init not in TOKEN_INITS:
         raise ValueError(f"Unknown token_init {token_init!r}; choose one of {', '.join(TOKEN_INITS)}.")
     teacher = teacher if isinstance(teacher, Teacher) else Teacher(teacher)
+    if inherited:
+        layers = _teacher_layer_choice(teacher, num_hidden_layers, teacher_layers)
+        tc = teacher.model.config
+        if hidden_size not in (None, tc.hidden_size):
+            raise ValueError(f"cell_type {cell_type!r} has the teacher's width {tc.hidden_size}, not hidden_size="
+                             f"{hidden_size}.")
+        if token_init != "input_embeddings":
+            raise ValueError(f"cell_type {cell_type!r} reads the teacher's input embeddings; token_init="
+                             f"{token_init!r} does not apply.")
+        shape = dict(num_attention_heads=tc.num_attention_heads, intermediate_size=tc.intermediate_size,
+                     layer_norm_eps=tc.layer_norm_eps, max_position_embeddings=tc.max_position_embeddings,
+                     embedding_size=tc.hidden_size)
+        for key, value in shape.items():
+            if config_kwargs.get(key, value) != value:
+                raise ValueError(f"cell_type {cell_type!r} has the teacher's {key} {value}, not {config_kwargs[key]}.")
+        config_kwargs.update(shape, hidden_size=tc.hidden_size, num_hidden_layers=len(layers))
+        config_kwargs.setdefault("residual_token_mean", False)
+    elif teacher_layers is not None:
+        raise ValueError(f"teacher_layers applies to the cells that inherit the teacher "
+                         f"({', '.join(INHERITED_CELLS)}), not {cell_type!r}.")
+    else:
+        config_kwargs.update(hidden_size=hidden_size or 768, num_hidden_layers=num_hidden_layers or 1)
+    config_kwargs.update(cell_type=cell_type)
     if config_kwargs.get("granularity") == "byte":
+        if inherited:
+            raise ValueError(f"cell_type {cell_type!r} steps over the teacher's tokens; granularity='byte' does "
+                             "not apply.")
         return _byte_student(teacher, token_init, **config_kwargs)
     tokenizer = copy.deepcopy(teacher.tokenizer)
     tokenizer.model_max_length = VERY_LARGE_INTEGER  # the student reads whole texts (the teacher cuts at 256)
@@ -149,6 +184,9 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
         **config_kwargs,
     )
     model = TF2RNNForDistillation(config)
+    if inherited:
+        inherit_teacher(model, teacher, layers)
+        return model, tokenizer
     table = model.get_input_embeddings().weight
     with torch.no_grad():
         if token_init == "teacher_outputs":
@@ -160,6 +198,66 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
                                  f"the student has {tuple(table.shape)}.")
             table.copy_(source.detach().to(table.dtype))
     return model, tokenizer
+
+
+def _teacher_layer_choice(teacher: Teacher, num_hidden_layers: Optional[int],
+                          teacher_layers: Optional[Sequence[int]]) -> List[int]:
+    """Which teacher layers an inherited student copies: given, or `num_hidden_layers` evenly spaced
+    ending at the last (all of them by default)."""
+    total = getattr(teacher.model.config, "num_hidden_layers", None)
+    if not _is_bert_shaped(teacher.model):
+        raise ValueError(f"Teacher {teacher.name} is a {type(teacher.model).__name__}; inheriting its layers needs a "
+                         "BERT-shaped encoder (BERT, MiniLM: absolute positions, GELU).")
+    if teacher_layers is None:
+        n = num_hidden_layers or total
+        if not 1 <= n <= total:
+            raise ValueError(f"num_hidden_layers must be between 1 and the teacher's {total}, got {n}.")
+        return [round((i + 1) * total / n) - 1 for i in range(n)]
+    layers = [int(i) for i in teacher_layers]
+    if not layers or any(not 0 <= i < total for i in layers):
+        raise ValueError(f"teacher_layers must name layers in [0, {total}), got {list(teacher_layers)}.")
+    if num_hidden_layers not in (None, len(layers)):
+        raise ValueError(f"num_hidden_layers ({num_hidden_layers}) differs from the {len(layers)} teacher_layers.")
+    return layers
+
+
+def _is_bert_shaped(model: nn.Module) -> bool:
+    config = model.config
+    return (hasattr(model, "embeddings") and hasattr(getattr(model, "encoder", None), "layer")
+            and getattr(config, "position_embedding_type", "absolute") == "absolute"
+            and getattr(config, "hidden_act", None) == "gelu"
+            and hasattr(model.encoder.layer[0].attention, "self"))
+
+
+@torch.no_grad()
+def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int]) -> None:
+    """Copy a BERT-shaped teacher into a `tova_attention` student: word and position embeddings, the token-type-0
+    vector, the embedding norm, and for each chosen layer its Q/K/V/O, norms and feed-forward. The sinks take
+    the teacher's [CLS] run alone through those layers (a causal model's first token never sees another), and the
+    readout starts at the identity, so before any training the student is the teacher with causal attention."""
+    bert, cell = teacher.model, model.cell
+    emb = bert.embeddings
+    model.get_input_embeddings().weight.copy_(emb.word_embeddings.weight)
+    cell.position_embeddings.weight.copy_(emb.position_embeddings.weight)
+    cell.embedding_bias.copy_(emb.token_type_embeddings.weight[0])
+    cell.embedding_norm.load_state_dict(emb.LayerNorm.state_dict())
+    for dst, index in zip(cell.layers, layers):
+        src = bert.encoder.layer[index]
+        for mine, theirs in ((dst.query, src.attention.self.query), (dst.key, src.attention.self.key),
+                             (dst.value, src.attention.self.value), (dst.out, src.attention.output.dense),
+                             (dst.attention_norm, src.attention.output.LayerNorm), (dst.up, src.intermediate.dense),
+                             (dst.down, src.output.dense), (dst.output_norm, src.output.LayerNorm)):
+            mine.load_state_dict(theirs.state_dict())
+    cls = torch.tensor([teacher.tokenizer.cls_token_id])
+    x = cell.embedding_norm(emb.word_embeddings(cls) + cell.position_embeddings.weight[0] + cell.embedding_bias)
+    for layer in cell.layers:
+        layer.sink_key.copy_(layer.key(x)[0])
+        layer.sink_value.copy_(layer.value(x)[0])
+        x = layer.attention_norm(x + layer.out(layer.value(x)))  # attending to itself alone: its value
+        x = layer.output_norm(x + layer.down(F.gelu(layer.up(x))))
+    cell.sink_output.copy_(x[0])
+    model.readout.weight.copy_(torch.eye(model.readout.out_features, model.readout.in_features))
+    model.readout.bias.zero_()
 
 
 def _byte_student(teacher: Teacher, token_init: str, **config_kwargs):

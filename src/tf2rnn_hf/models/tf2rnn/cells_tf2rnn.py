@@ -34,6 +34,7 @@ class TF2RNNCell(nn.Module):
     def __init__(self, config: TF2RNNConfig):
         super().__init__()
         self.config = config
+        self.num_outputs = config.num_hidden_layers  # entries of `forward`'s output list; the last is read out
 
     def state_shapes(self) -> List[Tuple[int, ...]]:
         """Per-row shape of each state tensor (without the batch dimension)."""
@@ -464,12 +465,177 @@ class MultiStateCell(TF2RNNCell):
         return self._step_all(inputs, state)
 
 
+class _PostNormLayer(nn.Module):
+    """One BERT-shaped layer (post-norm, GELU feed-forward) whose self-attention reads a bounded cache.
+
+    The attention sees a learned sink key/value (the teacher's [CLS] at this layer: in a causal model the
+    first token's state never changes, so it is a constant), the cached keys/values of earlier steps, and
+    the current step itself. The parameter names follow `BertLayer`'s roles so the teacher's weights copy over.
+    """
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__()
+        h = config.hidden_size
+        self.heads, self.head_dim = config.num_attention_heads, h // config.num_attention_heads
+        self.query, self.key, self.value, self.out = (nn.Linear(h, h) for _ in range(4))
+        self.attention_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.up = nn.Linear(h, config.intermediate_size)
+        self.down = nn.Linear(config.intermediate_size, h)
+        self.output_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.sink_key = nn.Parameter(torch.zeros(h))
+        self.sink_value = nn.Parameter(torch.zeros(h))
+        self.scale = 1.0 / math.sqrt(self.head_dim)
+
+    def _heads(self, x: torch.Tensor) -> torch.Tensor:
+        return x.view(*x.shape[:-1], self.heads, self.head_dim)
+
+    def attend(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, allowed: torch.Tensor
+               ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [B, T, H] attends over [sink, `keys`/`values` [B, S, H], its own T steps] where `allowed`
+        [B, T, S + T] says so (the sink always). Returns (layer output, this chunk's keys and values,
+        attention weights [B, heads, T, 1 + S + T])."""
+        b = x.shape[0]
+        q, k, v = self._heads(self.query(x)), self.key(x), self.value(x)
+        all_k = self._heads(torch.cat([self.sink_key.expand(b, 1, -1), keys, k], 1))
+        all_v = self._heads(torch.cat([self.sink_value.expand(b, 1, -1), values, v], 1))
+        scores = torch.einsum("bthd,bshd->bhts", q, all_k) * self.scale
+        allowed = torch.cat([allowed.new_ones(*allowed.shape[:2], 1), allowed], -1)
+        weights = torch.softmax(scores.masked_fill(~allowed[:, None], float("-inf")), dim=-1)
+        mixed = torch.einsum("bhts,bshd->bthd", weights, all_v).reshape(x.shape)
+        x = self.attention_norm(x + self.out(mixed))
+        x = self.output_norm(x + self.down(F.gelu(self.up(x))))
+        return x, k, v, weights
+
+    def init_parameters(self, copy_) -> None:
+        """Small random sinks (a teacher-built student overwrites them with the teacher's [CLS])."""
+        std = 0.02
+        copy_(self.sink_key, torch.randn(self.sink_key.shape) * std)
+        copy_(self.sink_value, torch.randn(self.sink_value.shape) * std)
+
+
+class TOVAAttentionCell(TF2RNNCell):
+    """`tova_attention`: the teacher's own layers made causal, over a bounded cache (a multi-state RNN).
+
+    Oren et al. 2024 ("Transformers are Multi-State RNNs") read a causal transformer as an RNN whose state
+    is its key/value cache, and bound it with TOVA: when a layer's cache holds `num_slots` entries, the one
+    with the lowest attention weight from the current query (averaged over heads) is evicted. Kept: that
+    policy, per layer, with the current step always kept. Added for a bidirectional encoder's student: the
+    first token ([CLS]) is a learned sink outside the cache (StreamingLLM's attention sink); the position of
+    step n is n (the sink is 0), held at `max_position_embeddings - 1` past the table; and the output is the
+    running mean of the top layer's outputs including the sink's, as the teacher mean-pools its tokens.
+
+    Training runs the parallel form (every step of a chunk at once, causal mask); it equals the recurrence
+    exactly while no row overflows its cache, and `forward` steps one position at a time where one would.
+    """
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__(config)
+        h = config.hidden_size
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, h)
+        self.embedding_bias = nn.Parameter(torch.zeros(h))  # BERT's token-type-0 vector
+        self.embedding_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
+        self.layers = nn.ModuleList(_PostNormLayer(config) for _ in range(config.num_hidden_layers))
+        self.sink_output = nn.Parameter(torch.zeros(h))  # the sink's top-layer output, for the mean
+        self.slots = config.num_slots
+        self.num_outputs = config.num_hidden_layers + 1
+
+    def init_parameters(self, copy_) -> None:
+        copy_(self.embedding_bias, torch.zeros_like(self.embedding_bias))
+        copy_(self.sink_output, torch.zeros_like(self.sink_output))
+
+    def state_shapes(self):
+        h, k = self.config.hidden_size, self.slots
+        return [(k, h), (k, h), (k,)] * len(self.layers) + [(1,), (h,)]
+
+    def _embed(self, inputs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        positions = positions.clamp(max=self.config.max_position_embeddings - 1).long()
+        return self.embedding_norm(inputs + self.position_embeddings(positions) + self.embedding_bias)
+
+    def _pooled_sum(self, count: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
+        """Sum of the sink's and the top layer's outputs so far ([B, H]); the zero state has seen none."""
+        return torch.where(count > 0, pooled * (count + 1), self.sink_output.to(pooled.dtype).expand_as(pooled))
+
+    def forward(self, inputs, state, lengths):
+        b, t, _ = inputs.shape
+        count, pooled = state[-2], state[-1]
+        if t == 0:
+            return [inputs.new_zeros(b, 0, self.config.hidden_size)] * self.num_outputs, state
+        room = self.slots - int(count.max())  # steps every row can take before any cache is full
+        if bool((count[:, 0] + lengths > self.slots).any()):
+            if room <= 0:
+                return self._forward_stepwise(inputs, state, lengths)
+            # The parallel form up to the first possible eviction, then one step at a time.
+            head, state = self.forward(inputs[:, :room], state, lengths.clamp(max=room))
+            tail, state = self._forward_stepwise(inputs[:, room:], state, (lengths - room).clamp(min=0))
+            return [torch.cat(pair, 1) for pair in zip(head, tail)], state
+        steps = torch.arange(t, device=inputs.device)
+        valid = steps[None] < lengths[:, None]  # [B, T]
+        x = self._embed(inputs, count + 1 + steps[None])
+        filled = state[2].bool()  # no eviction has happened yet, so every layer holds `count` slots in order
+        causal = (steps[:, None] >= steps[None])[None] & valid[:, None]
+        allowed = torch.cat([filled[:, None].expand(-1, t, -1), causal], -1)
+        # Step j of a row goes to slot count + j.
+        slot_ids = torch.arange(self.slots, device=inputs.device)
+        place = ((count.long() + steps[None])[..., None] == slot_ids) & valid[..., None]
+        written = place.any(1)[..., None]
+        place = place.to(inputs.dtype)
+        outputs, new_state = [], []
+        for i, layer in enumerate(self.layers):
+            keys, values, fill = state[3 * i: 3 * i + 3]
+            x, k, v, _ = layer.attend(x, keys, values, allowed)
+            outputs.append(x)
+            new_state += [torch.where(written, torch.einsum("btk,bth->bkh", place, k), keys),
+                          torch.where(written, torch.einsum("btk,bth->bkh", place, v), values),
+                          torch.maximum(fill, place.sum(1))]
+        seen = count + torch.cumsum(valid.to(inputs.dtype), 1)  # [B, T]
+        sums = self._pooled_sum(count, pooled)[:, None] + torch.cumsum(x * valid[..., None].to(x.dtype), 1)
+        means = sums / (seen + 1)[..., None]
+        outputs.append(means)
+        new_state += [count + lengths[:, None].to(count.dtype), _gather_steps(means, lengths, pooled)]
+        return outputs, tuple(new_state)
+
+    def _forward_stepwise(self, inputs, state, lengths):
+        per_step = []
+        for j in range(inputs.shape[1]):
+            outs, stepped = self._step_all(inputs[:, j], state)
+            live = (j < lengths)
+            state = tuple(torch.where(live.view(-1, *([1] * (new.dim() - 1))), new, old)
+                          for new, old in zip(stepped, state))
+            per_step.append(outs)
+        return [torch.stack(layer_outs, 1) for layer_outs in zip(*per_step)], state
+
+    def _step_all(self, inputs, state):
+        count, pooled = state[-2], state[-1]
+        x = self._embed(inputs[:, None], count + 1)
+        outputs, new_state = [], []
+        for i, layer in enumerate(self.layers):
+            keys, values, fill = state[3 * i: 3 * i + 3]
+            allowed = torch.cat([fill.bool(), fill.new_ones(fill.shape[0], 1, dtype=torch.bool)], -1)[:, None]
+            x, k, v, weights = layer.attend(x, keys, values, allowed)
+            outputs.append(x[:, 0])
+            # TOVA: a full cache drops the slot the current query weighs least (averaged over heads).
+            used = fill.sum(-1)
+            slot_weight = weights[:, :, 0, 1:1 + self.slots].mean(1).masked_fill(fill <= 0, float("inf"))
+            target = torch.where(used >= self.slots, slot_weight.argmin(-1), used.long().clamp(max=self.slots - 1))
+            chosen = F.one_hot(target, self.slots).bool()
+            new_state += [torch.where(chosen[..., None], k, keys), torch.where(chosen[..., None], v, values),
+                          torch.where(chosen, torch.ones((), dtype=fill.dtype), fill)]
+        mean = (self._pooled_sum(count, pooled) + x[:, 0]) / (count + 2)
+        outputs.append(mean)
+        return outputs, tuple(new_state) + (count + 1, mean)
+
+    def step(self, inputs, state):
+        outputs, state = self._step_all(inputs, state)
+        return outputs[-1], state
+
+
 CELLS = {
     "gru": GRUCell,
     "lstm": LSTMCell,
     "linear_attention": LinearAttentionCell,
     "rem": REMCell,
     "multistate": MultiStateCell,
+    "tova_attention": TOVAAttentionCell,
 }
 
 

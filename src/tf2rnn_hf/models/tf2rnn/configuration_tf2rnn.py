@@ -4,7 +4,7 @@ from typing import List, Optional
 
 from transformers import PretrainedConfig
 
-CELL_TYPES = ("gru", "lstm", "linear_attention", "rem", "multistate")
+CELL_TYPES = ("gru", "lstm", "linear_attention", "rem", "multistate", "tova_attention")
 GRANULARITIES = ("token", "byte")
 # A student reads the whole text wherever it runs (forward, step, streams, bulk encoding and
 # sentence-transformers): a recurrence has no position limit, and one policy keeps them equal.
@@ -26,7 +26,9 @@ class TF2RNNConfig(PretrainedConfig):
         num_hidden_layers (`int`, defaults to 1):
             Number of stacked recurrent layers.
         cell_type (`str`, defaults to `"gru"`):
-            One of `"gru"`, `"lstm"`, `"linear_attention"`, `"rem"`, `"multistate"`.
+            One of `"gru"`, `"lstm"`, `"linear_attention"`, `"rem"`, `"multistate"`, `"tova_attention"` (the
+            teacher's own layers made causal over a TOVA-bounded cache; built with
+            `tf2rnn_hf.distill.build_student(..., cell_type="tova_attention")`, which copies the teacher in).
         output_size (`int`, defaults to 384):
             Width of the embedding; must equal the teacher's embedding width.
         teacher_hidden_size (`int`, *optional*):
@@ -41,7 +43,10 @@ class TF2RNNConfig(PretrainedConfig):
             `rem` only: heads with a damped rotation gamma = sigmoid(nu), angle theta. The remaining heads
             are linear-attention heads.
         num_slots (`int`, defaults to 32):
-            `multistate` only: K, the most slot vectors kept; the lowest-weight slot is evicted (TOVA).
+            `multistate` and `tova_attention`: K, the most slot vectors (keys/values) a layer keeps; when full,
+            the lowest-weight slot is evicted (TOVA).
+        max_position_embeddings (`int`, defaults to 512):
+            `tova_attention` only: size of the position table (the teacher's); later steps reuse the last row.
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
@@ -94,6 +99,7 @@ class TF2RNNConfig(PretrainedConfig):
         rem_real_heads: int = 1,
         rem_cyclic_heads: int = 1,
         num_slots: int = 32,
+        max_position_embeddings: int = 512,
         residual_token_mean: bool = True,
         dropout: float = 0.0,
         skip_token_ids: Optional[List[int]] = None,
@@ -118,6 +124,7 @@ class TF2RNNConfig(PretrainedConfig):
         self.rem_real_heads = rem_real_heads
         self.rem_cyclic_heads = rem_cyclic_heads
         self.num_slots = num_slots
+        self.max_position_embeddings = max_position_embeddings
         self.residual_token_mean = residual_token_mean
         self.dropout = dropout
         self.skip_token_ids = list(skip_token_ids) if skip_token_ids is not None else []
@@ -136,7 +143,7 @@ class TF2RNNConfig(PretrainedConfig):
         if self.granularity not in GRANULARITIES:
             raise ValueError(f"Unknown granularity {self.granularity!r}; choose one of {', '.join(GRANULARITIES)}.")
         for name in ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "output_size",
-                     "num_attention_heads", "intermediate_size", "num_slots"):
+                     "num_attention_heads", "intermediate_size", "num_slots", "max_position_embeddings"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
@@ -145,7 +152,11 @@ class TF2RNNConfig(PretrainedConfig):
                 f"output_size ({self.output_size}) differs from the teacher's embedding size "
                 f"({self.teacher_hidden_size}); the student must embed into the teacher's space."
             )
-        if self.cell_type in ("linear_attention", "rem") and self.hidden_size % self.num_attention_heads:
+        if self.cell_type == "tova_attention" and self.embedding_size != self.hidden_size:
+            raise ValueError(f"cell_type 'tova_attention' reads the token table directly: embedding_size "
+                             f"({self.embedding_size}) must equal hidden_size ({self.hidden_size}).")
+        attention_like = self.cell_type in ("linear_attention", "rem", "tova_attention")
+        if attention_like and self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size ({self.hidden_size}) must be divisible by num_attention_heads "
                 f"({self.num_attention_heads}) for cell_type {self.cell_type!r}."

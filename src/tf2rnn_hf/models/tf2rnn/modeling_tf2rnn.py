@@ -310,7 +310,7 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         if steps:
             outputs, cell_state = self.cell(self.dropout(vectors), state.cell_state, lengths)
         else:
-            outputs = [vectors.new_zeros(batch, 0, self.config.hidden_size)] * self.config.num_hidden_layers
+            outputs = [vectors.new_zeros(batch, 0, self.config.hidden_size)] * self.cell.num_outputs
             cell_state = state.cell_state
 
         valid = (torch.arange(steps, device=input_ids.device)[None] < lengths[:, None]).to(vectors.dtype)

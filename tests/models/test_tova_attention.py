@@ -1,0 +1,112 @@
+"""The teacher-inherited cell: the teacher made causal, exactly, and a TOVA-bounded cache past `num_slots`."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import tiny_model
+
+from tf2rnn_hf.distill import build_student
+
+
+@pytest.fixture(scope="module")
+def inherited(teacher):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_slots=64)
+    return model.eval(), tokenizer
+
+
+def causal_teacher(teacher, ids, layers=None):
+    """The real BertModel on [CLS] + ids under a causal 4-D mask, mean-pooled over each prefix."""
+    x = torch.tensor([[teacher.tokenizer.cls_token_id, *ids]])
+    n = x.shape[1]
+    with torch.no_grad():
+        out = teacher.model(input_ids=x, attention_mask=torch.ones(n, n).tril().bool()[None, None],
+                            output_hidden_states=True)
+    h = out.last_hidden_state[0] if layers is None else out.hidden_states[layers][0]
+    return F.normalize(torch.cumsum(h, 0) / torch.arange(1, n + 1)[:, None], dim=-1)[1:]
+
+
+def test_before_training_the_student_is_the_teacher_made_causal(teacher, inherited):
+    model, tokenizer = inherited
+    for text in ["The quick brown fox jumps over the lazy dog.", "search as you type", "x"]:
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        with torch.no_grad():
+            trajectory = model(torch.tensor([ids])).last_hidden_state[0]
+            state, streamed = None, []
+            for token in ids:
+                emb, state = model.step(torch.tensor([token]), state)
+                streamed.append(emb[0])
+        reference = causal_teacher(teacher, ids)
+        assert (trajectory - reference).abs().max() < 1e-5, text
+        assert (torch.stack(streamed) - reference).abs().max() < 1e-5, text
+        # Special tokens are no-ops: the [CLS] is the sink, not a step.
+        with_specials = tokenizer(text, return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            assert torch.allclose(model(with_specials).pooler_output[0], reference[-1], atol=1e-5)
+
+
+def test_fewer_layers_take_the_named_teacher_layers(teacher):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", teacher_layers=[0, 1, 2])
+    assert model.config.num_hidden_layers == 3
+    ids = tokenizer("a shorter student", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        got = model.eval()(torch.tensor([ids])).last_hidden_state[0]
+    # The first three teacher layers, causal, pooled from the third layer's output (hidden_states[3]).
+    assert (got - causal_teacher(teacher, ids, layers=3)).abs().max() < 1e-5
+    evenly, _ = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2)
+    assert torch.equal(evenly.cell.layers[1].up.weight, teacher.model.encoder.layer[5].intermediate.dense.weight)
+    assert torch.equal(evenly.cell.layers[0].up.weight, teacher.model.encoder.layer[2].intermediate.dense.weight)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(hidden_size=768), "the teacher's width 384"),
+    (dict(token_init="teacher_outputs"), "reads the teacher's input embeddings"),
+    (dict(teacher_layers=[0, 6]), "teacher_layers must name layers in [0, 6)"),
+    (dict(num_hidden_layers=7), "between 1 and the teacher's 6"),
+    (dict(num_attention_heads=4), "has the teacher's num_attention_heads 12"),
+])
+def test_inherited_shapes_are_the_teachers(teacher, kwargs, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace(")", r"\)").replace("(", r"\(")):
+        build_student(teacher, cell_type="tova_attention", **kwargs)
+
+
+def test_teacher_layers_apply_only_to_inherited_cells(teacher):
+    with pytest.raises(ValueError, match="teacher_layers applies to the cells that inherit the teacher"):
+        build_student(teacher, cell_type="gru", hidden_size=16, teacher_layers=[0])
+
+
+@pytest.mark.parametrize("steps", [4, 13])  # within the 5-slot cache: the parallel form; past it: TOVA steps
+def test_forward_equals_steps_with_and_without_eviction(steps):
+    model = tiny_model("tova_attention")
+    ids = torch.randint(2, 50, (3, steps))
+    mask = torch.ones_like(ids)
+    mask[1, steps // 2:] = 0
+    with torch.no_grad():
+        out = model(ids, attention_mask=mask, use_cache=True)
+        for row in range(3):
+            state = None
+            for t in range(steps):
+                if mask[row, t]:
+                    emb, state = model.step(ids[row, t:t + 1], state)
+                    assert (emb[0] - out.last_hidden_state[row, t]).abs().max() < 1e-5, (row, t)
+            for a, b in zip(state.cell_state, out.past_state.index_select([row]).cell_state):
+                assert (a - b).abs().max() < 1e-5
+
+
+def test_a_full_cache_drops_the_slot_the_query_weighs_least():
+    model = tiny_model("tova_attention", num_hidden_layers=1, num_slots=3)
+    layer = model.cell.layers[0]
+    with torch.no_grad():
+        state = model(torch.tensor([[5, 6, 7]]), use_cache=True).past_state
+        keys, values, fill = state.cell_state[:3]
+        assert fill.tolist() == [[1.0, 1.0, 1.0]]
+        # What the next query weighs each slot, as the step computes it (heads averaged).
+        count = state.cell_state[3]
+        x = model.cell._embed(model.embeddings(torch.tensor([[8]])), count + 1)
+        allowed = torch.ones(1, 1, 4, dtype=torch.bool)
+        *_, weights = layer.attend(x, keys, values, allowed)
+        lowest = int(weights[0, :, 0, 1:4].mean(0).argmin())
+        after = model(torch.tensor([[8]]), past_state=state, use_cache=True).past_state.cell_state
+        kept = [i for i in range(3) if i != lowest]
+        assert torch.equal(after[0][0, kept], keys[0, kept])  # the others stay where they were
+        assert not torch.equal(after[0][0, lowest], keys[0, lowest])  # the new step took the lowest's slot
+        assert after[2].tolist() == [[1.0, 1.0, 1.0]]
