@@ -2,8 +2,10 @@
 """Speed, memory and scale of a student against its teacher, measured side by side in one run.
 
     python benchmarks/run.py [--model DIR] [--quick]
+    python benchmarks/run.py --compare DIR [DIR ...] [--output FILE.json]
 
-Writes benchmarks/results/benchmarks.json and benchmarks/results/benchmarks.md. Every comparison is a
+Writes benchmarks/results/benchmarks.json and benchmarks/results/benchmarks.md. With --compare, only the
+per-keystroke section, for several saved students (fp32 and int8 each) against the teacher in one run. Every comparison is a
 ratio taken in the same process, interleaving the two sides, because these machines are noisy.
 Without --model it times a fresh student of the default configuration (speed does not depend on the
 weights' values).
@@ -336,9 +338,39 @@ def markdown(results) -> str:
     return "\n".join(lines)
 
 
+def compare(paths, output: Path, quick: bool) -> None:
+    """Per keystroke at batch 1 for several saved students (fp32 and int8 each), the teacher timed in the same
+    blocks: the cost side of a quality comparison (benchmarks/quality/student.sh)."""
+    from transformers import AutoTokenizer
+
+    teacher = Teacher("built-in")
+    models, info, tokenizer = {}, {}, None
+    for path in paths:
+        name = Path(path).name
+        model = TF2RNNModel.from_pretrained(path).eval()
+        tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
+        models[f"{name}_fp32"], models[f"{name}_int8"] = model, quantize_int8(model)
+        info[name] = {"cell": model.config.cell_type, "layers": model.config.num_hidden_layers,
+                      "hidden_size": model.config.hidden_size, "state_bytes": model.init_state(1).nbytes(),
+                      "parameters_without_token_table": sum(p.numel() for n, p in model.named_parameters()
+                                                            if not n.startswith("embeddings."))}
+    t0 = time.perf_counter()
+    rows = bench_keystrokes(models, tokenizer, teacher, (16, 64, 256), 10 if quick else 30)
+    results = {"students": info, "keystroke": rows, "seconds": time.perf_counter() - t0,
+               "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform()}}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(results, indent=1))
+    for row in rows:
+        print(row["prefix_tokens"], {k[len("speedup_"):]: round(v, 1) for k, v in row.items()
+                                     if k.startswith("speedup_") and not k.endswith("_cold")})
+    print(f"wrote {output}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="A saved student (default: a fresh default-config student).")
+    parser.add_argument("--compare", nargs="+", default=None, metavar="DIR",
+                        help="Only per-keystroke timings, for these saved students against the teacher.")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats and sizes (a smoke run).")
     parser.add_argument("--output", default=str(OUT))
     parser.add_argument("--keep-denormals", action="store_true",
@@ -346,6 +378,9 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(2)
     torch.set_flush_denormal(not args.keep_denormals)
+    if args.compare:
+        output = Path(args.output)
+        return compare(args.compare, output if output.suffix == ".json" else output / "compare.json", args.quick)
     teacher = Teacher("built-in")
     if args.model:
         from transformers import AutoTokenizer

@@ -116,6 +116,64 @@ def transfer_peer_table() -> str:
                               "`tf2rnn evaluate --suites sts-b,...` and benchmarks/peers/model2vec.sh)")
 
 
+STUDENTS = (("GRU-768 (make distill)", "quick-eval", None), ("inherited, 6 layers, untrained", "student-tova-l6-stage0-eval", None),
+            ("inherited, 6 layers", "student-tova-l6-eval", "student-tova-l6"),
+            ("inherited, 3 layers", "student-tova-l3-eval", "student-tova-l3"),
+            ("inherited, 2 layers", "student-tova-l2-eval", "student-tova-l2"))
+
+
+def _unseen_sources(by_source: dict, trained_on: str = "wordnet-base") -> dict:
+    """Final cosine on the sources the quick preset's texts never include (its 12,000 texts are WordNet glosses),
+    weighted by their held-out counts, beside the source it trained on."""
+    other = {k: v for k, v in by_source.items() if k != trained_on}
+    n = sum(v["texts"] for v in other.values())
+    return {"final_cosine, trained-on source": by_source[trained_on]["final_cosine"],
+            "final_cosine, unseen sources": sum(v["final_cosine"] * v["texts"] for v in other.values()) / n}
+
+
+def student_table() -> str:
+    """Student v2 (student.sh): students that inherit the teacher's layers, against the GRU of `make distill`,
+    at its data and time; per-keystroke cost from `benchmarks/run.py --compare` (student-speed.json)."""
+    speed = load("student-speed") or {}
+    ratio = {}
+    for row in speed.get("keystroke", []):
+        for key, value in row.items():
+            if key.startswith("speedup_") and not key.endswith("_cold"):
+                ratio[(key[len("speedup_"):], row["prefix_tokens"])] = value
+    rows = {}
+    for name, eval_file, train_file in STUDENTS:
+        r = load(eval_file)
+        if not r:
+            continue
+        s_ = r["suites"]
+        f = s_["fidelity"]["student"]
+        row = {"final_cosine": f["final_cosine"], "NA@10": f["neighbour_agreement@10"],
+               **_unseen_sources(s_["fidelity-by-source"]),
+               "keystroke_cosine": s_["keystroke"]["student"]["keystroke_cosine"],
+               "STS-B": s_["sts-b"]["student"]["spearman"], "STS-B@50%": s_["sts-b"]["student"]["spearman@50%"],
+               "bible R@1": s_["bible"]["student"]["recall@1"], "wordnet R@1": s_["wordnet"]["student"]["recall@1"],
+               "lee pearson": s_["lee"]["student"]["pearson"],
+               "wordsim353": s_["wordsim"]["student"]["wordsim353_spearman"]}
+        folder = Path(r["model"]).name
+        for tokens in (64, 256):
+            if (f"{folder}_int8", tokens) in ratio:
+                row[f"x cheaper per keystroke @{tokens} (int8)"] = ratio[(f"{folder}_int8", tokens)]
+        rows[name] = row
+        teacher = s_
+    if not rows:
+        return ""
+    rows["teacher"] = {"final_cosine": 1.0, "NA@10": 1.0, "STS-B": teacher["sts-b"]["teacher"]["spearman"],
+                       "STS-B@50%": teacher["sts-b"]["teacher"]["spearman@50%"],
+                       "bible R@1": teacher["bible"]["teacher"]["recall@1"],
+                       "wordnet R@1": teacher["wordnet"]["teacher"]["recall@1"],
+                       "lee pearson": teacher["lee"]["teacher"]["pearson"],
+                       "wordsim353": teacher["wordsim"]["teacher"]["wordsim353_spearman"]}
+    return format_table(rows, "Student v2 (student.sh): the teacher's own layers made causal over a TOVA-bounded "
+                              "cache, against the GRU of `make distill`; the same 12,000 texts and 7 minutes on 2 "
+                              "cores; `tf2rnn evaluate` on held-out texts of every source; cost from "
+                              "`benchmarks/run.py --compare` (student-speed.json)")
+
+
 def transfer_table() -> str:
     """Leave one source out (transfer.sh): NA@10 and final cosine on a source's held-out sentences when that
     source was left out of training, beside the student trained on every source."""
@@ -215,7 +273,7 @@ def main():
                                       "the neighbour loss at weight 0.2 / 1 (bank of 8,192 teacher embeddings, "
                                       "temperature 0.05)"))
     out.append(scale_table())
-    out.extend(t for t in (transfer_peer_table(), transfer_table()) if t)
+    out.extend(t for t in (student_table(), transfer_peer_table(), transfer_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown

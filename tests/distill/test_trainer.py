@@ -269,6 +269,40 @@ def test_byte_student_distills_saves_and_loads(tmp_path):
     assert (keystroke_embeddings(model, tok, texts[0])[-1] - ours[0]).abs().max() <= 1e-5
 
 
+def test_inherited_student_improves_on_the_causal_teacher_and_loads_everywhere(tmp_path):
+    """The teacher-inherited student through the recipe: it starts as the teacher made causal, training on
+    the trajectories moves it closer to the teacher on held-out text, and the saved folder loads with
+    AutoModel and sentence-transformers alike."""
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    from tf2rnn_hf.data import trajectories
+    from tf2rnn_hf.data.teacher import Teacher
+    from tf2rnn_hf.distill import build_student
+    from tf2rnn_hf.distill.recipe import main
+    from tf2rnn_hf.evaluation.fidelity import fidelity_table
+    from tf2rnn_hf.evaluation.suites import student_encoder
+
+    out = tmp_path / "inherited"
+    results = main(_distill_args(out, tmp_path / "cache", "--cell_type", "tova_attention", "--hidden_size", "384",
+                                 "--num_hidden_layers", "2", "--learning_rate", "2e-4", "--max_steps", "12",
+                                 "--use_cpu", "true", "--save_strategy", "no"))
+    model, tok = AutoModel.from_pretrained(out).eval(), AutoTokenizer.from_pretrained(out)
+    assert model.config.cell_type == "tova_attention" and model.config.num_hidden_layers == 2
+    teacher = Teacher()
+    untrained, _ = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2)
+    texts = (DATA / "heldout.txt").read_text().splitlines()[:32]
+    held_out = trajectories.build(texts, teacher, trajectories.TrajectorySettings(max_tokens=16),
+                                  tmp_path / "cache")
+    before = fidelity_table(untrained.eval(), held_out, teacher, baselines=False)["student"]
+    after = fidelity_table(model, held_out, teacher, baselines=False)["student"]
+    assert after["prefix_cosine"] > before["prefix_cosine"], (before, after)
+    assert abs(after["final_cosine"] - results["fidelity"]["student"]["final_cosine"]) < 0.05
+    ours = student_encoder(model, tok)(texts[:4])
+    theirs = SentenceTransformer(str(out), device="cpu").encode(texts[:4], convert_to_tensor=True)
+    assert (ours - theirs).abs().max() <= 1e-5
+
+
 def _env():
     return dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
@@ -356,3 +390,17 @@ def test_trajectories_only_fills_the_cache_that_training_then_reads(tmp_path):
     assert (tmp_path / "out" / "model.safetensors").is_file()
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("stats.json")} == shards  # none recomputed
     assert trained["trajectory_stats"] == first["trajectory_stats"]
+
+
+def test_train_sample_seed_trains_on_a_sample_not_the_first_rows(tmp_path):
+    from tf2rnn_hf.data.corpus import load_texts
+    from tf2rnn_hf.data.trajectories import texts_fingerprint
+    from tf2rnn_hf.distill.recipe import main
+
+    main(_distill_args(tmp_path / "out", tmp_path / "cache", "--trajectories_only", "true",
+                       "--train_sample_seed", "3", "--max_train_texts", "8"))
+    runs = {p.stem for p in (tmp_path / "cache").rglob("runs/*.json")}
+    sample = load_texts(str(DATA / "train.txt"), limit=8, shuffle_seed=3)["text"]
+    head = load_texts(str(DATA / "train.txt"), limit=8)["text"]
+    assert sample != head
+    assert texts_fingerprint(sample) in runs and texts_fingerprint(head) not in runs

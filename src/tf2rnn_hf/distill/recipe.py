@@ -61,16 +61,23 @@ class ModelArguments:
 
     teacher: str = field(default="built-in", metadata={"help": "'built-in', a folder or a Hub model id."})
     cell_type: str = field(default="gru", metadata={"help": "One of " + ", ".join(CELL_TYPES) + "."})
-    hidden_size: int = 768
-    num_hidden_layers: int = 1
-    token_init: str = field(default="teacher_outputs", metadata={"help": "One of " + ", ".join(TOKEN_INITS) + "."})
+    hidden_size: Optional[int] = field(default=None, metadata={
+        "help": "Width of the cell (default 768; the teacher's for cells that inherit it)."})
+    num_hidden_layers: Optional[int] = field(default=None, metadata={
+        "help": "Stacked layers (default 1; all of the teacher's for cells that inherit it)."})
+    teacher_layers: Optional[str] = field(default=None, metadata={
+        "help": "tova_attention: comma-separated teacher layers to copy (default: evenly spaced, ending at the last)."})
+    token_init: Optional[str] = field(default=None, metadata={
+        "help": "One of " + ", ".join(TOKEN_INITS) + " (default: teacher_outputs; input_embeddings for cells that "
+                "inherit the teacher)."})
     residual_token_mean: Optional[bool] = field(default=None, metadata={
         "help": "Add the running token mean to the readout (default: on for token students, off for byte)."})
     granularity: str = field(default="token", metadata={
         "help": "The student's step: 'token' (the teacher's WordPiece) or 'byte' (UTF-8 bytes, ByT5 tokenizer; "
                 "trains on character-level trajectories)."})
     num_slots: int = 32
-    num_attention_heads: int = 4
+    num_attention_heads: Optional[int] = field(default=None, metadata={
+        "help": "Heads of the attention-like cells (default 4; the teacher's for cells that inherit it)."})
     init_from: Optional[str] = field(default=None, metadata={"help": "Continue from a saved student."})
 
 
@@ -89,6 +96,10 @@ class DataArguments:
     train_split: str = "train"
     eval_split: str = "heldout"
     max_train_texts: Optional[int] = 20000
+    train_sample_seed: Optional[int] = field(default=None, metadata={
+        "help": "Take --max_train_texts as a stable random sample of the training split (across its sources) "
+                "instead of its first rows (the offline corpus runs source by source: its first 12,000 rows are "
+                "WordNet glosses)."})
     max_eval_texts: Optional[int] = 1000
     prefix_unit: str = field(default="token", metadata={
         "help": "Trajectories over 'token' prefixes, or 'char' (every keystroke; needed by --keystroke_weight)."})
@@ -174,7 +185,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
 
         train_texts = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
                                  data_args.max_train_texts, data_args.cache_dir,
-                                 exclude_sources=split_list(data_args.exclude_sources))["text"]
+                                 exclude_sources=split_list(data_args.exclude_sources),
+                                 shuffle_seed=data_args.train_sample_seed)["text"]
         eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
                                 data_args.text_column, data_args.max_eval_texts, data_args.cache_dir,
                                 only_sources=split_list(data_args.eval_sources))["text"]
@@ -217,9 +229,12 @@ def main(argv: Optional[List[str]] = None) -> dict:
                 teacher, cell_type=model_args.cell_type, hidden_size=model_args.hidden_size,
                 num_hidden_layers=model_args.num_hidden_layers, token_init=model_args.token_init,
                 granularity=model_args.granularity, num_slots=model_args.num_slots,
-                **({} if model_args.residual_token_mean is None else
-                   {"residual_token_mean": model_args.residual_token_mean}),
-                num_attention_heads=model_args.num_attention_heads, state_lift=schedule.uses_transition)
+                teacher_layers=[int(i) for i in model_args.teacher_layers.split(",")] if model_args.teacher_layers
+                else None,
+                **{key: value for key, value in (("residual_token_mean", model_args.residual_token_mean),
+                                                 ("num_attention_heads", model_args.num_attention_heads))
+                   if value is not None},
+                state_lift=schedule.uses_transition)
     if schedule.uses_transition and schedule.transition_weight(1.0) == 0:
         # Parts used only in one phase would stall DDP's gradient reduction in the other.
         training_args.ddp_find_unused_parameters = True

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Student v2 (issue 19): the teacher's own layers made causal over a TOVA-bounded cache (cell
+# tova_attention), at the quick preset's data and time (the 12,000 texts of `make distill`, 7 minutes on
+# 2 cores), so every row compares with the GRU of `make distill` (quick-eval.json).
+#   stage 0: the copied teacher with causal attention, no training (what inheriting alone buys);
+#   stage 2: end to end on the prefix trajectories (free-running cosine), 6, 3 and 2 of the teacher's layers.
+# Stage 1 (layer alignment) has nothing to align here: the mixer is the teacher's own softmax attention,
+# so the copied layers already equal the teacher's up to causality, which only the trajectory loss can fix.
+# Each student is then scored with `tf2rnn evaluate` (held-out texts sampled across every source, STS-B,
+# retrieval and word suites). Results: benchmarks/quality/results/student-*.json.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+PY=${PY:-.venv/bin/python}
+OUT=benchmarks/quality/results
+SUITES=fidelity,keystroke,sts-b,bible,wordnet,lee,wordsim
+SLOTS=${SLOTS:-128}
+mkdir -p "$OUT"
+
+evaluate() {  # NAME: score outputs/student-NAME on every suite
+  local name=$1
+  [ -f "$OUT/student-$name-eval.json" ] && { echo "skip student-$name-eval (done)"; return; }
+  .venv/bin/tf2rnn evaluate "outputs/student-$name" --suites "$SUITES" --output "outputs/student-$name/eval" \
+    > "$OUT/student-$name-eval.log" 2>&1
+  cp "outputs/student-$name/eval/results.json" "$OUT/student-$name-eval.json"
+  echo "done student-$name-eval"
+}
+
+train() {  # NAME -- distill args
+  local name=$1; shift
+  if [ ! -f "$OUT/student-$name.json" ]; then
+    $PY examples/distill.py --preset quick --cell_type tova_attention --hidden_size 384 --num_slots "$SLOTS" \
+      --learning_rate 1e-4 --transition_until 0 --anneal 0 --disable_tqdm true --output_dir "outputs/student-$name" \
+      "$@" > "$OUT/student-$name.log" 2>&1
+    cp "outputs/student-$name/results.json" "$OUT/student-$name.json"
+    echo "done student-$name"
+  fi
+  evaluate "$name"
+}
+
+if [ ! -d outputs/student-tova-l6-stage0 ]; then
+  $PY - <<'PY'
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+import os
+model, tokenizer = build_student(cell_type="tova_attention", num_slots=int(os.environ.get("SLOTS", 128)))
+save_student(model, tokenizer, "outputs/student-tova-l6-stage0")
+PY
+fi
+evaluate tova-l6-stage0
+train tova-l6
+train tova-l3 --num_hidden_layers 3
+train tova-l2 --num_hidden_layers 2
+# Cost: per keystroke at batch 1 against the teacher in the same run (fp32 and int8 of each).
+[ -f "$OUT/student-speed.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed.json" \
+  --compare outputs/tf2rnn-quick outputs/student-tova-l6 outputs/student-tova-l3 outputs/student-tova-l2
+# Scale: the 6-layer student on more text and time: 30,000 texts sampled across every source, 20 minutes.
+train tova-l6-sampled --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20
