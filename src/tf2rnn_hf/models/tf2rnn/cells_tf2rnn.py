@@ -47,6 +47,19 @@ class TF2RNNCell(nn.Module):
     def forward(self, inputs: torch.Tensor, state: State, lengths: torch.Tensor) -> Tuple[List[torch.Tensor], State]:
         raise NotImplementedError
 
+    def _forward_stepwise(self, step_all, inputs: torch.Tensor, state: State, lengths: torch.Tensor
+                          ) -> Tuple[List[torch.Tensor], State]:
+        """`forward` one position at a time with `step_all` (inputs [B, E], state -> (per-output [B, H] list,
+        state)); rows past their length keep their state. For cells whose steps cannot run in parallel."""
+        per_step = []
+        for j in range(inputs.shape[1]):
+            outs, stepped = step_all(inputs[:, j], state)
+            live = j < lengths
+            state = tuple(torch.where(live.view(-1, *([1] * (new.dim() - 1))), new, old)
+                          for new, old in zip(stepped, state))
+            per_step.append(outs)
+        return [torch.stack(outs, 1) for outs in zip(*per_step)], state
+
     def step(self, inputs: torch.Tensor, state: State) -> Tuple[torch.Tensor, State]:
         """One real step for every row: inputs [B, embedding_size] -> top-layer output [B, hidden_size]."""
         outputs, state = self.forward(inputs[:, None], state, torch.ones(inputs.shape[0], dtype=torch.long,
@@ -441,28 +454,22 @@ class MultiStateCell(TF2RNNCell):
         return [s for layer in self.layers for s in layer.state_shapes(self.config.hidden_size)]
 
     def _step_all(self, x, state):
-        new_state = []
+        """Every layer one step: (each layer's output, state)."""
+        outputs, new_state = [], []
         for i, layer in enumerate(self.layers):
             x, s = layer.step(x, state[3 * i: 3 * i + 3])
+            outputs.append(x)
             new_state.extend(s)
-        return x, tuple(new_state)
+        return outputs, tuple(new_state)
 
     def forward(self, inputs, state, lengths):
-        b, t, _ = inputs.shape
-        per_step = []
-        for j in range(t):
-            x, stepped = self._step_all(inputs[:, j], state)
-            live = (j < lengths)
-            state = tuple(torch.where(live.view(-1, *([1] * (new.dim() - 1))), new, old)
-                          for new, old in zip(stepped, state))
-            per_step.append([state[3 * i + 2] for i in range(len(self.layers))])
-        if t == 0:
-            return [inputs.new_zeros(b, 0, self.config.hidden_size) for _ in self.layers], state
-        outputs = [torch.stack([s[i] for s in per_step], dim=1) for i in range(len(self.layers))]
-        return outputs, state
+        if inputs.shape[1] == 0:
+            return [inputs.new_zeros(inputs.shape[0], 0, self.config.hidden_size) for _ in self.layers], state
+        return self._forward_stepwise(self._step_all, inputs, state, lengths)
 
     def step(self, inputs, state):
-        return self._step_all(inputs, state)
+        outputs, state = self._step_all(inputs, state)
+        return outputs[-1], state
 
 
 class _PostNormLayer(nn.Module):
@@ -563,10 +570,11 @@ class TOVAAttentionCell(TF2RNNCell):
         room = self.slots - int(count.max())  # steps every row can take before any cache is full
         if bool((count[:, 0] + lengths > self.slots).any()):
             if room <= 0:
-                return self._forward_stepwise(inputs, state, lengths)
+                return self._forward_stepwise(self._step_all, inputs, state, lengths)
             # The parallel form up to the first possible eviction, then one step at a time.
             head, state = self.forward(inputs[:, :room], state, lengths.clamp(max=room))
-            tail, state = self._forward_stepwise(inputs[:, room:], state, (lengths - room).clamp(min=0))
+            tail, state = self._forward_stepwise(self._step_all, inputs[:, room:], state,
+                                                 (lengths - room).clamp(min=0))
             return [torch.cat(pair, 1) for pair in zip(head, tail)], state
         steps = torch.arange(t, device=inputs.device)
         valid = steps[None] < lengths[:, None]  # [B, T]
@@ -593,16 +601,6 @@ class TOVAAttentionCell(TF2RNNCell):
         outputs.append(means)
         new_state += [count + lengths[:, None].to(count.dtype), _gather_steps(means, lengths, pooled)]
         return outputs, tuple(new_state)
-
-    def _forward_stepwise(self, inputs, state, lengths):
-        per_step = []
-        for j in range(inputs.shape[1]):
-            outs, stepped = self._step_all(inputs[:, j], state)
-            live = (j < lengths)
-            state = tuple(torch.where(live.view(-1, *([1] * (new.dim() - 1))), new, old)
-                          for new, old in zip(stepped, state))
-            per_step.append(outs)
-        return [torch.stack(layer_outs, 1) for layer_outs in zip(*per_step)], state
 
     def _step_all(self, inputs, state):
         count, pooled = state[-2], state[-1]
