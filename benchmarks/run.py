@@ -338,6 +338,34 @@ def markdown(results) -> str:
     return "\n".join(lines)
 
 
+@torch.no_grad()
+def streamed_fidelity(models, tokenizer, teacher, texts):
+    """Each student's embedding of whole held-out texts typed one token at a time at batch 1 (the path the
+    fused int8 kernels take), as mean cosine to the teacher fp32 and to the same student's fp32 whole-text
+    forward: what the keystroke path costs in fidelity."""
+    from tf2rnn_hf.evaluation.suites import student_encoder, teacher_encoder
+
+    reference = teacher_encoder(teacher)(texts)
+    ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+    out, whole = {}, {}
+    for name, model in models.items():
+        rows = []
+        for row in ids:
+            state = model.init_state(1)
+            for token in row:
+                emb, state = model.step(torch.tensor([token]), state)
+            rows.append(emb[0])
+        streamed = torch.stack(rows)
+        fp32 = name.rsplit("_", 1)[0]
+        if fp32 not in whole:
+            whole[fp32] = student_encoder(models[f"{fp32}_fp32"], tokenizer)(texts)
+        cos = torch.nn.functional.cosine_similarity
+        out[name] = {"cosine_to_teacher": cos(streamed, reference).mean().item(),
+                     "cosine_to_fp32_forward": cos(streamed, whole[fp32]).mean().item(),
+                     "min_cosine_to_fp32_forward": cos(streamed, whole[fp32]).min().item()}
+    return {"texts": len(texts), "tokens": sum(map(len, ids)), "students": out}
+
+
 def compare(paths, output: Path, quick: bool) -> None:
     """Per keystroke at batch 1 for several saved students (fp32 and int8 each), the teacher timed in the same
     blocks: the cost side of a quality comparison (benchmarks/quality/student.sh)."""
@@ -356,13 +384,22 @@ def compare(paths, output: Path, quick: bool) -> None:
                                                             if not n.startswith("embeddings."))}
     t0 = time.perf_counter()
     rows = bench_keystrokes(models, tokenizer, teacher, (16, 64, 256), 10 if quick else 30)
-    results = {"students": info, "keystroke": rows, "seconds": time.perf_counter() - t0,
-               "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform()}}
+    from tf2rnn_hf.data.corpus import load_texts
+
+    texts = load_texts("offline", "heldout", limit=100 if quick else 300, shuffle_seed=0)["text"]
+    results = {"students": info, "keystroke": rows,
+               "streamed_fidelity": streamed_fidelity(models, tokenizer, teacher, texts),
+               "seconds": time.perf_counter() - t0,
+               "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
+                           "fused_step": {name: type(m.step_kernel).__name__ if m.step_kernel else None
+                                          for name, m in models.items()}}}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=1))
     for row in rows:
         print(row["prefix_tokens"], {k[len("speedup_"):]: round(v, 1) for k, v in row.items()
                                      if k.startswith("speedup_") and not k.endswith("_cold")})
+    for name, r in results["streamed_fidelity"]["students"].items():
+        print(name, {k: round(v, 4) for k, v in r.items()})
     print(f"wrote {output}")
 
 

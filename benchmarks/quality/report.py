@@ -162,6 +162,9 @@ def student_table() -> str:
         for tokens in (64, 256):
             if (f"{folder}_int8", tokens) in ratio:
                 row[f"x cheaper per keystroke @{tokens} (int8)"] = ratio[(f"{folder}_int8", tokens)]
+        streamed = speed.get("streamed_fidelity", {}).get("students", {}).get(f"{folder}_int8")
+        if streamed:  # typed token by token through the int8 keystroke path, against its own fp32 forward
+            row["int8 keystroke path: cosine to fp32"] = streamed["cosine_to_fp32_forward"]
         rows[name] = row
         teacher = s_
     if not rows:

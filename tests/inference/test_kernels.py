@@ -1,5 +1,6 @@
-"""The fused int8 keystroke: it follows the fp32 model step by step, the streaming encoders use it for
-single streams (edits included), and without a compiler everything falls back to PyTorch."""
+"""The fused int8 keystrokes (one-layer GRU, tova_attention): each computes its int8 arithmetic written in
+PyTorch, follows the fp32 model step by step, the streaming encoders use it for single streams (edits
+included), and without a compiler everything falls back to PyTorch."""
 
 import pytest
 import torch
@@ -8,12 +9,13 @@ from tf2rnn_hf import TF2RNNConfig, TF2RNNModel
 from tf2rnn_hf.distill import build_student
 from tf2rnn_hf.evaluation.suites import student_encoder
 from tf2rnn_hf.inference import kernels
-from tf2rnn_hf.inference.kernels import Int8GRUStep, load_library
-from tf2rnn_hf.inference.kernels.naive import int8_gru_step
+from tf2rnn_hf.inference.kernels import Int8GRUStep, Int8TOVAStep, find_compiler, load_library
+from tf2rnn_hf.inference.kernels.naive import int8_gru_step, int8_tova_step
 from tf2rnn_hf.inference.quantization import quantize_int8
 from tf2rnn_hf.inference.streaming import StreamingEncoder
 
-pytestmark = pytest.mark.skipif(load_library() is None, reason="no C compiler to build the kernel")
+# Skipped only where no compiler exists: with one, a kernel that fails to build fails these tests.
+pytestmark = pytest.mark.skipif(find_compiler() is None, reason="no C compiler to build the kernel")
 
 
 def _student(hidden: int, residual: bool, layers: int = 1, cell: str = "gru") -> TF2RNNModel:
@@ -64,7 +66,71 @@ def test_streams_take_the_fused_step_and_stay_exact_under_edits(teacher, monkeyp
     assert torch.dot(emb, scratch) >= 0.999  # fp32 from scratch vs the int8 stream after edits
 
 
+def _tova(hidden: int, residual: bool, slots: int = 6, seed: int = 0) -> TF2RNNModel:
+    torch.manual_seed(seed)
+    config = TF2RNNConfig(vocab_size=300, embedding_size=hidden, output_size=48, hidden_size=hidden,
+                          cell_type="tova_attention", num_hidden_layers=2, num_attention_heads=4,
+                          intermediate_size=2 * hidden, num_slots=slots, max_position_embeddings=32,
+                          residual_token_mean=residual)
+    if residual:
+        config.output_size = hidden
+    model = TF2RNNModel(config).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0, 0.15)
+    return model
+
+
+# 128 takes the vectorised dot products, 100 their scalar form; 40 tokens overflow the 6-slot caches
+# (TOVA evicts) and the 32-entry position table (positions clamp).
+@pytest.mark.parametrize("hidden,residual", [(128, False), (100, True)])
+@torch.no_grad()
+def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, residual):
+    model = _tova(hidden, residual)
+    step = Int8TOVAStep(model)
+    ours, theirs = model.init_state(1), model.init_state(1)
+    exact = 0
+    for token in torch.randint(0, 300, (40,)).tolist():
+        before = [t.clone() for t in ours._tensors()]
+        expected, state_expected = int8_tova_step(model, token, ours)
+        e_ours, new = step(torch.tensor([token]), ours)
+        assert all(torch.equal(a, b) for a, b in zip(before, ours._tensors()))  # earlier states stay valid
+        # The kernel computes what it says. A value one float ulp from a rounding boundary can land one
+        # int8 step apart in C and in PyTorch (~1e-3 downstream), so most steps must match exactly, and
+        # all closely: a wrong position, slot or eviction is off by far more.
+        gaps = [(e_ours - expected).abs().max()] + [(a.float() - b.float()).abs().max() if a.numel() else 0
+                                                    for a, b in zip(new._tensors(), state_expected._tensors())]
+        assert max(gaps) <= 2e-2
+        exact += max(gaps) <= 1e-4
+        ours = new
+        e_theirs, theirs = model.step(torch.tensor([token]), theirs)
+        assert torch.nn.functional.cosine_similarity(e_ours, e_theirs).item() >= 0.99  # int8 noise vs fp32
+    assert exact >= 36
+    assert torch.equal(ours.cell_state[-2], theirs.cell_state[-2]) and int(ours.cell_state[-2]) == 40
+    assert (ours.last_embedding.norm() - 1).abs() <= 1e-5
+
+
+def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8)
+    quantized = quantize_int8(model)
+    assert isinstance(quantized.step_kernel, Int8TOVAStep)
+    calls = []
+    real = quantized.step_kernel.__call__
+    monkeypatch.setattr(Int8TOVAStep, "__call__", lambda self, *a: calls.append(1) or real(*a))
+    encoder = StreamingEncoder(quantized, tokenizer)
+    encoder.type("search as you tyep with a cache")
+    encoder.delete(2)
+    emb = encoder.type("pe now, past eight slots")
+    assert calls  # single-stream keystrokes ran in the kernel
+    scratch = student_encoder(model, tokenizer)(["search as you tyep with a cacpe now, past eight slots"])[0]
+    assert torch.dot(emb, scratch) >= 0.99  # fp32 from scratch vs the int8 stream after edits and evictions
+
+
 def test_bad_inputs_are_refused():
+    with pytest.raises(ValueError, match="tova_attention students"):
+        Int8TOVAStep(_student(32, True))
+    with pytest.raises(IndexError, match="outside the vocabulary"):
+        Int8TOVAStep(_tova(32, False))(300, _tova(32, False).init_state(1))
     with pytest.raises(ValueError, match="one-layer GRU"):
         Int8GRUStep(_student(32, True, layers=2))
     with pytest.raises(ValueError, match="one-layer GRU"):

@@ -7,8 +7,9 @@ per call, so results depend slightly on what is batched together: a quantized st
 quantized model run from scratch to about 1e-3, not 1e-5. `benchmarks/run.py` reports the speed and the
 fidelity cost side by side.
 
-Those modules still leave a batch-1 keystroke to ~25 dispatched ops; for one-layer GRU students the whole
-keystroke also runs as one native call (`kernels.Int8GRUStep`), the model's `step_kernel`.
+Those modules still leave a batch-1 keystroke to dozens of dispatched ops; for one-layer GRU students and
+`tova_attention` students the whole keystroke also runs as one native call (`kernels.step_kernel_for`),
+the model's `step_kernel`.
 """
 
 import copy
@@ -23,8 +24,9 @@ from ..models import TF2RNNModel
 def quantize_int8(model: TF2RNNModel, inplace: bool = False, fused: bool = True) -> TF2RNNModel:
     """A copy of `model` for CPU inference with int8 recurrent and linear weights (token table stays fp32).
 
-    With `fused` (one-layer GRU students, where a C compiler is available) its `step_kernel` is a whole
-    batch-1 keystroke in one native call (`kernels.Int8GRUStep`), which `model.step` runs for single rows.
+    With `fused` (one-layer GRU and tova_attention students, where a C compiler is available) its
+    `step_kernel` is a whole batch-1 keystroke in one native call (`kernels.step_kernel_for`), which
+    `model.step` runs for single rows.
     The result is for inference only: it cannot be trained or saved with `save_pretrained`; quantize after
     loading instead."""
     if is_quantized(model):
@@ -42,10 +44,9 @@ def quantize_int8(model: TF2RNNModel, inplace: bool = False, fused: bool = True)
     model.eval()
     step = None
     if fused:
-        from .kernels import Int8GRUStep, load_library
+        from .kernels import step_kernel_for
 
-        if Int8GRUStep.supports(model) and load_library() is not None:
-            step = Int8GRUStep(model)  # from the fp32 weights, before the modules are replaced
+        step = step_kernel_for(model)  # from the fp32 weights, before the modules are replaced
     with warnings.catch_warnings():  # the eager API is deprecated in favour of torchao; it still ships
         warnings.simplefilter("ignore")
         quantize_dynamic(model, {nn.GRU, nn.LSTM, nn.Linear}, dtype=torch.qint8, inplace=True)

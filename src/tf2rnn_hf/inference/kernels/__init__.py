@@ -1,16 +1,18 @@
-"""A keystroke in one native call: the int8 GRU step of `gru_step.c`, with its PyTorch reference in `naive.py`.
+"""A keystroke in one native call: the int8 steps of `gru_step.c` (one-layer GRU students) and
+`tova_step.c` (`tova_attention` students), with their PyTorch references in `naive.py`.
 
-At batch 1, PyTorch spends most of a step dispatching ~25 small ops (embedding, the quantized GRU and
-readout, the running mean, normalisation, the state's tensors); the arithmetic is a few int8
-matrix-vector products. This module compiles that whole step into one C function (once per machine,
-cached under the tf2rnn cache folder, with `-march=native` so it uses the CPU's vector dot products) and
-calls it through ctypes.
+At batch 1, PyTorch spends most of a step dispatching small ops (a GRU keystroke is ~25; an inherited
+six-layer student's is ~40 per layer: projections, attention, eviction, norms, the state's tensors);
+the arithmetic is a few int8 matrix-vector products. This module compiles each whole step into one C
+function (once per machine, cached under the tf2rnn cache folder, with `-march=native` so it uses the
+CPU's vector dot products) and calls it through ctypes.
 
-`quantize_int8` attaches it as the model's `step_kernel` for one-layer GRU students: `model.step` then
-runs single rows here and batches through PyTorch's int8 modules. Needs a C compiler (`cc`, or `$CC`); without one the
-int8 model simply runs through PyTorch. Weights are int8 per output row, activations are quantised per
-call: tests/test_fused_step.py holds a stream of it, after edits, to cosine >= 0.999 with the fp32 model
-run from scratch, and the kernel to 1e-4 of the same int8 arithmetic written in PyTorch (`naive.py`).
+`quantize_int8` attaches the one that covers the model (`step_kernel_for`) as its `step_kernel`:
+`model.step` then runs single rows here and batches through PyTorch's int8 modules. Needs a C compiler
+(`cc`, or `$CC`); without one the int8 model simply runs through PyTorch. Weights are int8 per output
+row, activations are quantised per call: tests/inference/test_kernels.py holds each kernel to 1e-4 of the
+same int8 arithmetic written in PyTorch (`naive.py`) and its streams, after edits, close to the fp32
+model run from scratch.
 """
 
 import ctypes
@@ -30,7 +32,8 @@ from ...models import TF2RNNModel, TF2RNNState
 from ...utils import cpu_flags, default_cache_dir
 
 logger = logging.getLogger(__name__)
-SOURCE = Path(__file__).parent / "gru_step.c"
+SOURCES = [Path(__file__).parent / name for name in ("gru_step.c", "tova_step.c")]
+HEADERS = [Path(__file__).parent / "int8.h"]
 
 
 class _Params(ctypes.Structure):
@@ -39,20 +42,36 @@ class _Params(ctypes.Structure):
                                              "b_hh", "w_o", "s_o", "r_o", "b_o")]
 
 
+class _TOVAParams(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int32) for name in ("H", "L", "heads", "S", "P", "I", "O", "residual")] + [
+        ("eps", ctypes.c_float)] + [(name, ctypes.c_void_p) for name in (
+            "table", "position", "emb_bias", "emb_norm_w", "emb_norm_b",
+            "w_qkv", "s_qkv", "r_qkv", "b_qkv", "w_out", "s_out", "r_out", "b_out",
+            "w_up", "s_up", "r_up", "b_up", "w_down", "s_down", "r_down", "b_down",
+            "norm1_w", "norm1_b", "norm2_w", "norm2_b", "sink_key", "sink_value", "sink_output",
+            "w_o", "s_o", "r_o", "b_o")]
+
+
+def find_compiler() -> Optional[str]:
+    """The C compiler the kernels build with: `$CC`, else cc, gcc or clang on PATH; None without one."""
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
 @lru_cache(maxsize=None)
 def load_library() -> Optional[ctypes.CDLL]:
     """The compiled kernel (built on first use), or None where no C compiler is available."""
     # -march=native code runs only on CPUs like this one: the cache key holds the CPU's flags.
-    key = hashlib.sha256(SOURCE.read_bytes() + cpu_flags().encode() + platform.machine().encode()).hexdigest()[:16]
-    target = Path(default_cache_dir()) / "kernels" / f"gru_step-{key}.so"
+    code = b"".join(f.read_bytes() for f in SOURCES + HEADERS)
+    key = hashlib.sha256(code + cpu_flags().encode() + platform.machine().encode()).hexdigest()[:16]
+    target = Path(default_cache_dir()) / "kernels" / f"steps-{key}.so"
     if not target.is_file():
-        cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+        cc = find_compiler()
         if cc is None:
             logger.warning("No C compiler found: int8 keystrokes run through PyTorch (slower). Set CC to use one.")
             return None
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [cc, "-O3", "-march=native", "-shared", "-fPIC", str(SOURCE), "-o", str(tmp), "-lm"]
+        cmd = [cc, "-O3", "-march=native", "-shared", "-fPIC", *map(str, SOURCES), "-o", str(tmp), "-lm"]
         build = subprocess.run(cmd, capture_output=True, text=True)
         if build.returncode != 0:
             logger.warning("Building the fused keystroke kernel failed (%s); int8 keystrokes run through "
@@ -62,6 +81,8 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib = ctypes.CDLL(str(target))
     lib.tf2rnn_gru_step.restype = None
     lib.tf2rnn_gru_step.argtypes = [ctypes.POINTER(_Params), ctypes.c_int64] + [ctypes.c_void_p] * 6
+    lib.tf2rnn_tova_step.restype = None
+    lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 6
     return lib
 
 
@@ -73,7 +94,41 @@ def quantize_rows(weight: torch.Tensor):
     return q, scale.contiguous(), q.sum(dim=1, dtype=torch.int32).contiguous()
 
 
-class Int8GRUStep:
+def _fp32(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().float().contiguous()
+
+
+class _FusedStep:
+    """What the fused keystrokes share: the refusals, the library, the sizes and the token check."""
+
+    covers = ""  # the students a subclass covers, for its refusal
+
+    @staticmethod
+    def supports(model: TF2RNNModel) -> bool:
+        raise NotImplementedError
+
+    def __init__(self, model: TF2RNNModel):
+        config = model.config
+        if not self.supports(model):
+            raise ValueError(f"The fused step covers {self.covers}, not {config.num_hidden_layers} "
+                             f"layer(s) of {config.cell_type!r}.")
+        if not isinstance(model.readout, torch.nn.Linear) or model.readout.weight.device.type != "cpu":
+            raise ValueError("Build the fused step from the fp32 model on CPU (before quantize_int8).")
+        self.lib = load_library()
+        if self.lib is None:
+            raise RuntimeError("The fused keystroke kernel could not be built (no C compiler?).")
+        self.hidden_size, self.output_size = config.hidden_size, config.output_size
+        self.vocab_size = model.embeddings.weight.shape[0]
+        self.residual = bool(config.residual_token_mean)
+
+    def _token(self, input_ids) -> int:
+        token_id = int(input_ids)
+        if not 0 <= token_id < self.vocab_size:  # the kernel reads the table row unchecked
+            raise IndexError(f"Token id {token_id} is outside the vocabulary (size {self.vocab_size}).")
+        return token_id
+
+
+class Int8GRUStep(_FusedStep):
     """One keystroke of a one-layer GRU student at batch 1 in a single native call.
 
     >>> step = Int8GRUStep(model)          # from the fp32 model (before quantize_int8 replaces its modules)
@@ -85,26 +140,19 @@ class Int8GRUStep:
         """Whether the fused step covers this student (a one-layer GRU)."""
         return model.config.cell_type == "gru" and model.config.num_hidden_layers == 1
 
+    covers = "one-layer GRU students"
+
     def __init__(self, model: TF2RNNModel):
-        config = model.config
-        if not self.supports(model):
-            raise ValueError(f"The fused step covers one-layer GRU students, not {config.num_hidden_layers} "
-                             f"layer(s) of {config.cell_type!r}.")
-        gru = model.cell.layers[0]
-        if not isinstance(gru, torch.nn.GRU) or gru.weight_ih_l0.device.type != "cpu":
+        super().__init__(model)
+        config, gru = model.config, model.cell.layers[0]
+        if not isinstance(gru, torch.nn.GRU):
             raise ValueError("Build the fused step from the fp32 model on CPU (before quantize_int8).")
-        self.lib = load_library()
-        if self.lib is None:
-            raise RuntimeError("The fused keystroke kernel could not be built (no C compiler?).")
-        self.hidden_size, self.output_size = config.hidden_size, config.output_size
-        self.vocab_size = model.embeddings.weight.shape[0]
-        self.residual = bool(config.residual_token_mean)
-        keep: List[torch.Tensor] = [model.embeddings.weight.detach().float().contiguous()]
+        keep: List[torch.Tensor] = [_fp32(model.embeddings.weight)]
         pointers = {"table": keep[0].data_ptr()}
         for prefix, weight, bias in (("ih", gru.weight_ih_l0, gru.bias_ih_l0), ("hh", gru.weight_hh_l0, gru.bias_hh_l0),
                                      ("o", model.readout.weight, model.readout.bias)):
             q, scale, rowsum = quantize_rows(weight)
-            b = bias.detach().float().contiguous()
+            b = _fp32(bias)
             keep += [q, scale, rowsum, b]  # the struct holds raw pointers: keep the tensors alive
             for name, t in zip(("w", "s", "r", "b"), (q, scale, rowsum, b)):
                 pointers[f"{name}_{prefix}"] = t.data_ptr()
@@ -116,9 +164,7 @@ class Int8GRUStep:
     def __call__(self, input_ids, state: TF2RNNState):
         """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
         batch-1 fp32 CPU state."""
-        token_id = int(input_ids)
-        if not 0 <= token_id < self.vocab_size:  # the kernel reads the table row unchecked
-            raise IndexError(f"Token id {token_id} is outside the vocabulary (size {self.vocab_size}).")
+        token_id = self._token(input_ids)
         h, tsum = state.cell_state[0], state.token_sum
         if not (h.is_contiguous() and tsum.is_contiguous()):
             h, tsum = h.contiguous(), tsum.contiguous()
@@ -128,3 +174,81 @@ class Int8GRUStep:
         self.lib.tf2rnn_gru_step(self._params_ref, token_id, h.data_ptr(), tsum.data_ptr(), seen.data_ptr(),
                                  h_out.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, TF2RNNState((h_out,), token_sum, seen, emb)
+
+
+class Int8TOVAStep(_FusedStep):
+    """One keystroke of a `tova_attention` student at batch 1 in a single native call (`tova_step.c`).
+
+    >>> step = Int8TOVAStep(model)          # from the fp32 model (before quantize_int8 replaces its modules)
+    >>> emb, state = step(torch.tensor([token_id]), state)  # like model.step(torch.tensor([token_id]), state)
+    """
+
+    @staticmethod
+    def supports(model: TF2RNNModel) -> bool:
+        """Whether the fused step covers this student (any `tova_attention` student)."""
+        return model.config.cell_type == "tova_attention"
+
+    covers = "tova_attention students"
+
+    def __init__(self, model: TF2RNNModel):
+        super().__init__(model)
+        config, cell = model.config, model.cell
+        self.layers = len(cell.layers)
+        layers = cell.layers
+        tensors = {
+            "table": _fp32(model.embeddings.weight), "position": _fp32(cell.position_embeddings.weight),
+            "emb_bias": _fp32(cell.embedding_bias), "emb_norm_w": _fp32(cell.embedding_norm.weight),
+            "emb_norm_b": _fp32(cell.embedding_norm.bias), "sink_output": _fp32(cell.sink_output),
+        }
+        stack = {  # every layer's weights in one [L, ...] array each
+            "qkv": [(torch.cat([a.query.weight, a.key.weight, a.value.weight]),
+                     torch.cat([a.query.bias, a.key.bias, a.value.bias])) for a in layers],
+            "out": [(a.out.weight, a.out.bias) for a in layers],
+            "up": [(a.up.weight, a.up.bias) for a in layers],
+            "down": [(a.down.weight, a.down.bias) for a in layers],
+        }
+        for name, pairs in stack.items():
+            parts = [quantize_rows(w) + (_fp32(b),) for w, b in pairs]
+            for prefix, column in zip("wsrb", zip(*parts)):
+                tensors[f"{prefix}_{name}"] = torch.stack(column).contiguous()
+        for prefix, t in zip("wsrb", quantize_rows(model.readout.weight) + (_fp32(model.readout.bias),)):
+            tensors[f"{prefix}_o"] = t
+        for name, get in (("norm1_w", lambda a: a.attention_norm.weight), ("norm1_b", lambda a: a.attention_norm.bias),
+                          ("norm2_w", lambda a: a.output_norm.weight), ("norm2_b", lambda a: a.output_norm.bias),
+                          ("sink_key", lambda a: a.sink_key), ("sink_value", lambda a: a.sink_value)):
+            tensors[name] = torch.stack([_fp32(get(a)) for a in layers]).contiguous()
+        self._keep = tensors  # the struct holds raw pointers: keep the tensors alive
+        self._params = _TOVAParams(
+            H=config.hidden_size, L=self.layers, heads=config.num_attention_heads, S=config.num_slots,
+            P=config.max_position_embeddings, I=config.intermediate_size, O=config.output_size,
+            residual=int(self.residual), eps=config.layer_norm_eps,
+            **{name: t.data_ptr() for name, t in tensors.items()})
+        self._params_ref = ctypes.byref(self._params)
+        self._shapes = model.cell.state_shapes()
+        self._pointers = ctypes.c_void_p * len(self._shapes)
+
+    def __call__(self, input_ids, state: TF2RNNState):
+        """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
+        batch-1 fp32 CPU state, left unchanged."""
+        token_id = self._token(input_ids)
+        old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
+        new = [torch.empty((1, *shape)) for shape in self._shapes]
+        tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
+        token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # written only then
+        emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
+        self.lib.tf2rnn_tova_step(self._params_ref, token_id, self._pointers(*(t.data_ptr() for t in old)),
+                                  self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(), seen.data_ptr(),
+                                  token_sum.data_ptr(), emb.data_ptr())
+        return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
+
+
+KERNELS = (Int8GRUStep, Int8TOVAStep)
+
+
+def step_kernel_for(model: TF2RNNModel) -> Optional[object]:
+    """The fused int8 keystroke that covers `model` (built from its fp32 weights), or None where none does
+    or no C compiler is available."""
+    kernel = next((k for k in KERNELS if k.supports(model)), None)
+    if kernel is None or load_library() is None:
+        return None
+    return kernel(model)

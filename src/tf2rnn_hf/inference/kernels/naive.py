@@ -1,9 +1,11 @@
-"""The int8 GRU step of `gru_step.c` written in PyTorch: the reference the kernel is tested against."""
+"""The int8 steps of `gru_step.c` and `tova_step.c` in PyTorch: the references the kernels are tested against."""
 
+from contextlib import contextmanager
 from typing import Tuple
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from ...models import TF2RNNModel, TF2RNNState
 from . import quantize_rows
@@ -30,3 +32,24 @@ def int8_gru_step(model: TF2RNNModel, token: int, state: TF2RNNState) -> Tuple[t
     if model.config.residual_token_mean:
         raw = raw + (state.token_sum + x)[0] / (state.seen_tokens + 1)
     return F.normalize(raw, dim=-1)[None], h_new
+
+
+@contextmanager
+def int8_linears(model: nn.Module):
+    """Inside, every nn.Linear of `model` computes batch-1 rows as the kernels do (`int8_linear`)."""
+    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    for m in linears:
+        m.forward = lambda x, m=m: int8_linear(m.weight, m.bias, x.reshape(-1)).reshape(*x.shape[:-1], -1)
+    try:
+        yield model
+    finally:
+        for m in linears:
+            del m.forward
+
+
+@torch.no_grad()
+def int8_tova_step(model: TF2RNNModel, token: int, state: TF2RNNState) -> Tuple[torch.Tensor, TF2RNNState]:
+    """(embedding [1, O], new state) after one token of a `tova_attention` student, in the kernel's
+    arithmetic: the model's own step with its linear layers in int8."""
+    with int8_linears(model):
+        return model.step_reference(torch.tensor([token]), state)

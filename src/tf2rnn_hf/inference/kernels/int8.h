@@ -1,0 +1,117 @@
+/* Int8 matrix-vector products shared by the keystroke kernels.
+ *
+ * Weights are int8 with one fp32 scale per output row; activations are quantised per call to uint8 with
+ * one scale (x + 128), so each dot product is a u8 x s8 sum: AVX512-VNNI's vpdpbusd where the compiler
+ * targets it (built with -march=native), AVX2's vpmaddubsw on signed values where only that is there, a loop
+ * the compiler vectorises otherwise. The 128 offset is removed with the precomputed row sums.
+ */
+#ifndef TF2RNN_INT8_H
+#define TF2RNN_INT8_H
+#include <math.h>
+#include <stdint.h>
+#if (defined(__AVX512F__) && defined(__AVX512VNNI__)) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+static float quantize_u8(const float *x, int n, uint8_t *out) {
+    float m = 0.f;
+    for (int j = 0; j < n; ++j) m = fmaxf(m, fabsf(x[j]));
+    float scale = m > 0.f ? m / 127.f : 1.f, inv = 1.f / scale;
+    for (int j = 0; j < n; ++j) out[j] = (uint8_t)((int)lrintf(x[j] * inv) + 128);
+    return scale;
+}
+
+static int32_t dot_u8s8(const uint8_t *x, const int8_t *w, int n) {
+    int j = 0;
+    int32_t acc = 0;
+#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+    __m512i v = _mm512_setzero_si512();
+    for (; j + 64 <= n; j += 64)
+        v = _mm512_dpbusd_epi32(v, _mm512_loadu_si512((const void *)(x + j)), _mm512_loadu_si512((const void *)(w + j)));
+    acc = _mm512_reduce_add_epi32(v);
+#endif
+    for (; j < n; ++j) acc += (int32_t)x[j] * (int32_t)w[j];
+    return acc;
+}
+
+/* y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i] */
+static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+                 const uint8_t *xu, float sx, int rows, int cols, float *y) {
+    int i = 0;
+#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+    /* Four rows at a time: one row's chain of dependent dot products leaves the unit idle for its latency. */
+    if (cols % 64 == 0) {
+        for (; i + 4 <= rows; i += 4) {
+            const int8_t *w0 = w + (int64_t)i * cols;
+            __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+            for (int j = 0; j < cols; j += 64) {
+                __m512i xv = _mm512_loadu_si512((const void *)(xu + j));
+                a0 = _mm512_dpbusd_epi32(a0, xv, _mm512_loadu_si512((const void *)(w0 + j)));
+                a1 = _mm512_dpbusd_epi32(a1, xv, _mm512_loadu_si512((const void *)(w0 + cols + j)));
+                a2 = _mm512_dpbusd_epi32(a2, xv, _mm512_loadu_si512((const void *)(w0 + 2 * cols + j)));
+                a3 = _mm512_dpbusd_epi32(a3, xv, _mm512_loadu_si512((const void *)(w0 + 3 * cols + j)));
+            }
+            int32_t acc[4] = {_mm512_reduce_add_epi32(a0), _mm512_reduce_add_epi32(a1),
+                              _mm512_reduce_add_epi32(a2), _mm512_reduce_add_epi32(a3)};
+            for (int k = 0; k < 4; ++k)
+                y[i + k] = (float)(acc[k] - 128 * rowsum[i + k]) * s[i + k] * sx + b[i + k];
+        }
+    }
+#elif defined(__AVX2__)
+    /* Without VNNI: vpmaddubsw on |w| and sign(w) * (xu - 128), both within [-127, 127], so its 16-bit pair
+     * sums (<= 2 * 127 * 127) cannot saturate; vpmaddwd widens them to 32 bits. Four rows at a time. */
+    if (cols % 32 == 0) {
+        int8_t xs[cols];
+        for (int j = 0; j < cols; ++j) xs[j] = (int8_t)(xu[j] ^ 0x80);  /* xu - 128 */
+        const __m256i ones = _mm256_set1_epi16(1);
+#define TF2RNN_DOT32(acc, wp) do { __m256i wv = _mm256_loadu_si256((const __m256i *)(wp)); \
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), \
+              _mm256_sign_epi8(xv, wv)), ones)); } while (0)
+        for (; i + 4 <= rows; i += 4) {
+            const int8_t *w0 = w + (int64_t)i * cols;
+            __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+            for (int j = 0; j < cols; j += 32) {
+                __m256i xv = _mm256_loadu_si256((const __m256i *)(xs + j));
+                TF2RNN_DOT32(a0, w0 + j);
+                TF2RNN_DOT32(a1, w0 + cols + j);
+                TF2RNN_DOT32(a2, w0 + 2 * cols + j);
+                TF2RNN_DOT32(a3, w0 + 3 * cols + j);
+            }
+            /* Horizontal sums of the four accumulators at once. */
+            __m256i h01 = _mm256_hadd_epi32(a0, a1), h23 = _mm256_hadd_epi32(a2, a3);
+            __m256i h = _mm256_hadd_epi32(h01, h23);  /* per 128-bit lane: rows 0..3 partial sums */
+            __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+            int32_t acc[4];
+            _mm_storeu_si128((__m128i *)acc, sum);
+            for (int k = 0; k < 4; ++k) y[i + k] = (float)acc[k] * s[i + k] * sx + b[i + k];
+        }
+#undef TF2RNN_DOT32
+    }
+#endif
+    for (; i < rows; ++i) {
+        int32_t acc = dot_u8s8(xu, w + (int64_t)i * cols, cols) - 128 * rowsum[i];
+        y[i] = (float)acc * s[i] * sx + b[i];
+    }
+}
+
+/* The model's tail after the cell: emb = normalize(readout(h) [+ running token mean]). `q` holds >= H
+ * bytes; tsum_out gets tsum + tok (used with `residual`), `seen` counts tokens including this one. */
+static void readout_normalize(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+                              const float *h, int H, int O, int residual, const float *tok, const float *tsum,
+                              const int64_t *seen, float *tsum_out, uint8_t *q, float *emb) {
+    float sh = quantize_u8(h, H, q);
+    gemv(w, s, rowsum, b, q, sh, O, H, emb);
+    if (residual) {
+        float inv_seen = 1.f / (float)(*seen);
+        for (int k = 0; k < O; ++k) {
+            tsum_out[k] = tsum[k] + tok[k];
+            emb[k] += tsum_out[k] * inv_seen;
+        }
+    }
+    float norm = 0.f;
+    for (int k = 0; k < O; ++k) norm += emb[k] * emb[k];
+    float inv = 1.f / fmaxf(sqrtf(norm), 1e-12f);
+    for (int k = 0; k < O; ++k) emb[k] *= inv;
+}
+
+#endif

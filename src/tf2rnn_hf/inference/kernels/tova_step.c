@@ -1,0 +1,133 @@
+/* One keystroke of a `tova_attention` student (the teacher's layers over a bounded key/value cache) at
+ * batch 1, in one call: token + position embedding -> per layer int8 Q/K/V, attention over [sink, cached
+ * slots, itself], TOVA eviction, int8 output projection and feed-forward, post-norms -> running mean ->
+ * int8 readout (+ running token mean) -> L2 normalisation. The arithmetic mirrors
+ * `TOVAAttentionCell._step_all` with every nn.Linear in int8.h's int8.
+ *
+ * The state is 3L + 2 arrays (per layer keys [S, H], values [S, H], fill [S]; then count [1], pooled [H]),
+ * passed as pointer lists. The new state is written to `out` (which may alias `in`): a stream's earlier
+ * states stay valid, as deletes pop back to them. Buffers are caller-owned; nothing here allocates.
+ */
+#include <string.h>
+
+#include "int8.h"
+
+typedef struct {
+    int32_t H, L, heads, S, P, I, O, residual;
+    float eps;
+    const float *table, *position;                  /* [V, H], [P, H] */
+    const float *emb_bias, *emb_norm_w, *emb_norm_b; /* [H] */
+    const int8_t *w_qkv; const float *s_qkv; const int32_t *r_qkv; const float *b_qkv; /* [L, 3H, H] */
+    const int8_t *w_out; const float *s_out; const int32_t *r_out; const float *b_out; /* [L, H, H] */
+    const int8_t *w_up; const float *s_up; const int32_t *r_up; const float *b_up;     /* [L, I, H] */
+    const int8_t *w_down; const float *s_down; const int32_t *r_down; const float *b_down; /* [L, H, I] */
+    const float *norm1_w, *norm1_b, *norm2_w, *norm2_b; /* [L, H]: attention_norm, output_norm */
+    const float *sink_key, *sink_value;                 /* [L, H] */
+    const float *sink_output;                           /* [H] */
+    const int8_t *w_o; const float *s_o; const int32_t *r_o; const float *b_o; /* readout [O, H] */
+} tf2rnn_tova_params;
+
+static void layer_norm(float *x, const float *w, const float *b, int n, float eps) {
+    float mean = 0.f, var = 0.f;
+    for (int k = 0; k < n; ++k) mean += x[k];
+    mean /= (float)n;
+    for (int k = 0; k < n; ++k) var += (x[k] - mean) * (x[k] - mean);
+    float inv = 1.f / sqrtf(var / (float)n + eps);
+    for (int k = 0; k < n; ++k) x[k] = (x[k] - mean) * inv * w[k] + b[k];
+}
+
+/* tsum/seen: the model's running token sum and tokens seen including this one (used with `residual`). */
+void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *in, float *const *out,
+                      const float *tsum, const int64_t *seen, float *tsum_out, float *emb) {
+    const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads;
+    const float scale = 1.f / sqrtf((float)D);
+    const float count = in[3 * p->L][0];
+    float x[H], qkv[3 * H], mixed[H], tmp[H], up[I], w[heads * (S + 2)], slot_weight[S];
+    uint8_t q[I > H ? I : H];
+
+    long pos = (long)count + 1;
+    if (pos > p->P - 1) pos = p->P - 1;
+    const float *tok = p->table + token * H, *posv = p->position + pos * H;
+    for (int k = 0; k < H; ++k) x[k] = tok[k] + posv[k] + p->emb_bias[k];
+    layer_norm(x, p->emb_norm_w, p->emb_norm_b, H, p->eps);
+
+    for (int l = 0; l < p->L; ++l) {
+        const float *keys = in[3 * l], *values = in[3 * l + 1], *fill = in[3 * l + 2];
+        float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
+        const int64_t HH = (int64_t)H * H, IH = (int64_t)I * H;
+        float sx = quantize_u8(x, H, q);
+        gemv(p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sx,
+             3 * H, H, qkv);
+        const float *qv = qkv, *kv = qkv + H, *vv = qkv + 2 * H;
+        const float *sk = p->sink_key + (int64_t)l * H, *sv = p->sink_value + (int64_t)l * H;
+        int used = 0;
+        for (int s = 0; s < S; ++s) used += fill[s] > 0.f;
+        /* Per head, weights over [sink, slot 0..S-1, itself] (unfilled slots weigh 0). */
+        for (int h = 0; h < heads; ++h) {
+            const float *qh = qv + h * D;
+            float *wh = w + h * (S + 2), m = -INFINITY, sum = 0.f;
+            for (int s = 0; s < S + 2; ++s) {
+                const float *kk = s == 0 ? sk + h * D : s == S + 1 ? kv + h * D : keys + (int64_t)(s - 1) * H + h * D;
+                if (s > 0 && s <= S && !(fill[s - 1] > 0.f)) { wh[s] = -INFINITY; continue; }
+                float dot = 0.f;
+                for (int d = 0; d < D; ++d) dot += qh[d] * kk[d];
+                wh[s] = dot * scale;
+                m = fmaxf(m, wh[s]);
+            }
+            for (int s = 0; s < S + 2; ++s) { wh[s] = wh[s] == -INFINITY ? 0.f : expf(wh[s] - m); sum += wh[s]; }
+            float inv = 1.f / sum;
+            float *mh = mixed + h * D;
+            for (int d = 0; d < D; ++d) mh[d] = 0.f;
+            for (int s = 0; s < S + 2; ++s) {
+                if (wh[s] == 0.f) continue;
+                wh[s] *= inv;
+                const float *vvv = s == 0 ? sv + h * D : s == S + 1 ? vv + h * D : values + (int64_t)(s - 1) * H + h * D;
+                for (int d = 0; d < D; ++d) mh[d] += wh[s] * vvv[d];
+            }
+        }
+        /* TOVA: a full cache drops the slot the current query weighs least (averaged over heads). */
+        int target = used < S ? used : S - 1;
+        if (used >= S) {
+            float best = INFINITY;
+            for (int s = 0; s < S; ++s) {
+                float sw = 0.f;
+                for (int h = 0; h < heads; ++h) sw += w[h * (S + 2) + 1 + s];
+                slot_weight[s] = sw / (float)heads;
+                if (fill[s] > 0.f && slot_weight[s] < best) { best = slot_weight[s]; target = s; }
+            }
+        }
+        if (keys_out != keys) {
+            memcpy(keys_out, keys, sizeof(float) * (size_t)S * H);
+            memcpy(values_out, values, sizeof(float) * (size_t)S * H);
+            memcpy(fill_out, fill, sizeof(float) * (size_t)S);
+        }
+        memcpy(keys_out + (int64_t)target * H, kv, sizeof(float) * H);
+        memcpy(values_out + (int64_t)target * H, vv, sizeof(float) * H);
+        fill_out[target] = 1.f;
+
+        float sm = quantize_u8(mixed, H, q);
+        gemv(p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sm, H, H, tmp);
+        for (int k = 0; k < H; ++k) x[k] += tmp[k];
+        layer_norm(x, p->norm1_w + l * H, p->norm1_b + l * H, H, p->eps);
+        sx = quantize_u8(x, H, q);
+        gemv(p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I, p->b_up + (int64_t)l * I,
+             q, sx, I, H, up);
+        for (int k = 0; k < I; ++k) up[k] = 0.5f * up[k] * (1.f + erff(up[k] * 0.70710678118654752f));
+        float su = quantize_u8(up, I, q);
+        gemv(p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, su, H, I, tmp);
+        for (int k = 0; k < H; ++k) x[k] += tmp[k];
+        layer_norm(x, p->norm2_w + l * H, p->norm2_b + l * H, H, p->eps);
+    }
+
+    /* Running mean of the top layer with the sink's output (the zero state has seen nothing). */
+    const float *pooled = in[3 * p->L + 1];
+    float *pooled_out = out[3 * p->L + 1];
+    for (int k = 0; k < H; ++k) {
+        float total = count > 0.f ? pooled[k] * (count + 1.f) : p->sink_output[k];
+        pooled_out[k] = (total + x[k]) / (count + 2.f);
+    }
+    out[3 * p->L][0] = count + 1.f;
+
+    readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual, tok, tsum, seen, tsum_out,
+                      q, emb);
+}
