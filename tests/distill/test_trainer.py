@@ -22,6 +22,7 @@ from tf2rnn_hf.distill import (
     build_student,
 )
 from tf2rnn_hf.distill.losses import RolloutLoss, SimilarityLoss, TransitionLoss, distance, position_weights
+from tf2rnn_hf.distill.trainer import TimeBudgetProgressCallback
 
 ROOT = Path(__file__).parents[2]
 ACCELERATE = [sys.executable, "-m", "accelerate.commands.launch"]  # `accelerate launch`, whatever PATH holds
@@ -123,6 +124,25 @@ def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
     logged = [h for h in trainer.state.log_history if "loss_transition" in h or "loss_rollout" in h]
     assert any("loss_transition" in h for h in logged) and any("loss_rollout" in h for h in logged)
     assert any("loss_neighbour" in h for h in logged)
+
+
+def test_time_budget_progress_shows_minutes_not_a_billion_steps(teacher, data, tmp_path, capfd):
+    model, tok = _student(teacher)
+    args = DistillationTrainingArguments(
+        output_dir=str(tmp_path), report_to=[], use_cpu=True, train_minutes=0.03, per_device_train_batch_size=8,
+        remove_unused_columns=False, save_strategy="no", logging_steps=5, seed=0)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
+                                  data_collator=TrajectoryCollator(tok.pad_token_id))
+    assert any(isinstance(c, TimeBudgetProgressCallback) for c in trainer.callback_handler.callbacks)
+    trainer.train()
+    captured = capfd.readouterr()
+    err = captured.err
+    assert "1000000000" not in err
+    bar = re.findall(r"train +(\d+)%\|.*?\| (\d\d:\d\d) of 00:01, (\d\d:\d\d) left, step (\d+), ([\d.]+) "
+                     r"samples/s", err)  # a budget of 1.8 s
+    assert bar and bar[-1][:3] == ("100", "00:01", "00:00")
+    assert int(bar[-1][3]) == trainer.state.global_step > 0 and float(bar[-1][4]) > 0
+    assert re.search(r"\{'loss': '[\d.]+'", captured.out)  # the Trainer's logs still print (tqdm.write)
 
 
 def test_group_by_length_batches_like_lengths_without_decoding_rows(teacher, data, tmp_path):

@@ -6,7 +6,9 @@ import time
 from typing import Dict, Optional
 
 import torch
+from tqdm.auto import tqdm
 from transformers import Trainer, TrainerCallback
+from transformers.trainer_callback import ProgressCallback
 
 from ..evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
 from .losses import KeystrokeLoss, NeighbourLoss, RolloutLoss, SimilarityLoss, TransitionLoss, teacher_bank
@@ -41,6 +43,9 @@ class DistillationTrainer(Trainer):
         self._clock_progress = 0.0
         if self.time_budget:
             self.add_callback(_TimeBudgetCallback(self))
+            # The stock bar counts steps towards max_steps (10**9 here: "1651/1000000000 [06:40<71609:24:28]").
+            if self.pop_callback(ProgressCallback) is not None:
+                self.add_callback(TimeBudgetProgressCallback(self))
         self.schedule = args.schedule
         self.transition = TransitionLoss(args.distance, args.final_weight)
         self.rollout = RolloutLoss(args.distance, args.final_weight, args.tbptt)
@@ -167,3 +172,31 @@ class _TimeBudgetCallback(TrainerCallback):
         self.trainer._clock_progress = p
         if p >= 1.0:
             control.should_training_stop = True
+
+
+class TimeBudgetProgressCallback(ProgressCallback):
+    """The training bar of a time-budgeted run: elapsed and remaining time of the budget, steps and
+    samples/s, in place of steps out of `max_steps`. Evaluation bars and logs are the stock callback's."""
+
+    def __init__(self, trainer: "DistillationTrainer"):
+        super().__init__()
+        self.trainer = trainer
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            self.training_bar = tqdm(total=self.trainer.time_budget, dynamic_ncols=True, desc="train", postfix=[""],
+                                     bar_format="{desc} {percentage:3.0f}%|{bar}| {postfix[0]}")
+            self._batch = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+        self.current_step = 0
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.is_world_process_zero:
+            budget, bar = self.trainer.time_budget, self.training_bar
+            elapsed = self.trainer._clock_progress * budget
+            rate = state.global_step * self._batch / max(time.perf_counter() - self.trainer._clock_start, 1e-9)
+            bar.n = min(elapsed, budget)
+            bar.postfix[0] = (f"{bar.format_interval(elapsed)} of {bar.format_interval(budget)}, "
+                              f"{bar.format_interval(max(budget - elapsed, 0))} left, step {state.global_step}, "
+                              f"{rate:.1f} samples/s")
+            bar.refresh()
+            self.current_step = state.global_step

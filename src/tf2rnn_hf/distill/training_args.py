@@ -16,7 +16,8 @@ class DistillationTrainingArguments(TrainingArguments):
     The bare default is rollout alone, the one loss every cell supports; the presets use the schedule that
     measured best at equal CPU time (transition for the first 30%, annealed into rollout over the next 20%).
     With `train_minutes`, progress is elapsed time: the schedule and the learning-rate decay follow the
-    clock and training stops when it runs out, so runs compare at equal CPU time.
+    clock and training stops when it runs out, so runs compare at equal CPU time; the progress bar shows
+    the budget's elapsed and remaining time, steps and samples/s (`TimeBudgetProgressCallback`).
     """
 
     # The collators read the trajectory columns, which the model's forward does not name.
