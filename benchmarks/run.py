@@ -2,10 +2,11 @@
 """Speed, memory and scale of a student against its teacher, measured side by side in one run.
 
     python benchmarks/run.py [--model DIR] [--quick]
-    python benchmarks/run.py --compare DIR [DIR ...] [--output FILE.json]
+    python benchmarks/run.py --compare DIR [DIR ...] [--onnx] [--output FILE.json]
 
 Writes benchmarks/results/benchmarks.json and benchmarks/results/benchmarks.md. With --compare, only the
-per-keystroke section, for several saved students (fp32 and int8 each) against the teacher in one run. Every comparison is a
+per-keystroke section, for several saved students (fp32 and int8 each; with --onnx also each student's
+exported step graph and the teacher in onnxruntime, fp32 and int8) against the teacher in one run. Every comparison is a
 ratio taken in the same process, interleaving the two sides, because these machines are noisy.
 Without --model it times a fresh student of the default configuration (speed does not depend on the
 weights' values).
@@ -75,13 +76,14 @@ def keystroker(model, tokenizer, prefix: str):
     return key
 
 
-def bench_keystrokes(models, tokenizer, teacher, lengths, repeat):
+def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=None):
     """Per keystroke at batch 1: each student's streaming update vs the teacher re-encoding the prefix.
 
     The sides alternate in blocks (one call of each teacher precision, then STUDENT_BLOCK keystrokes of
     each student), so both see the same machine noise while a student runs warm, as in a process serving
     keystrokes. `cold` is the keystroke right after a teacher call, whose ~90 MB of weights have flushed
-    the caches: the worst case, reported beside the steady state."""
+    the caches: the worst case, reported beside the steady state. `onnx_teachers` (name -> threads ->
+    onnxruntime session) are timed beside the PyTorch teacher and count as teacher settings."""
     rows = []
     for n in lengths:
         prefix = text_of_tokens(tokenizer, n)
@@ -98,6 +100,10 @@ def bench_keystrokes(models, tokenizer, teacher, lengths, repeat):
                             teacher.model(**ids)
                     samples.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
                         timed(teacher_call, 1))
+                for name, sessions in (onnx_teachers or {}).items():
+                    feeds = {k: v.numpy() for k, v in ids.items()}
+                    samples.setdefault(f"teacher_{name}_{threads}t", []).extend(
+                        timed(lambda: sessions[threads].run(None, feeds), 1))
                 for name, key in keys.items():
                     times = timed(key, STUDENT_BLOCK, warmup=False)
                     samples.setdefault(f"student_{name}_cold_{threads}t", []).append(times[0])
@@ -356,7 +362,7 @@ def streamed_fidelity(models, tokenizer, teacher, texts):
                 emb, state = model.step(torch.tensor([token]), state)
             rows.append(emb[0])
         streamed = torch.stack(rows)
-        fp32 = name.rsplit("_", 1)[0]
+        fp32 = next(name[:-len(k)] for k in ("_onnx_fp32", "_onnx_int8", "_fp32", "_int8") if name.endswith(k))
         if fp32 not in whole:
             whole[fp32] = student_encoder(models[f"{fp32}_fp32"], tokenizer)(texts)
         cos = torch.nn.functional.cosine_similarity
@@ -366,24 +372,74 @@ def streamed_fidelity(models, tokenizer, teacher, texts):
     return {"texts": len(texts), "tokens": sum(map(len, ids)), "students": out}
 
 
-def compare(paths, output: Path, quick: bool) -> None:
-    """Per keystroke at batch 1 for several saved students (fp32 and int8 each), the teacher timed in the same
-    blocks: the cost side of a quality comparison (benchmarks/quality/student.sh)."""
+def onnx_teacher(teacher, folder: Path):
+    """The teacher's transformer in onnxruntime, fp32 and int8 (dynamic quantization), 1 and 2 threads, as
+    search-as-you-type demos run it (Qdrant's re-encodes the query with MiniLM in ONNX at every keystroke).
+    Timed like the PyTorch teacher: the transformer's forward, pooling left out."""
+    import warnings
+
+    import onnxruntime as ort
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    class Transformer(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.model(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    example = teacher.tokenizer(["a short example of a prefix"], return_tensors="pt")
+    rows, steps = torch.export.Dim("batch", min=1, max=1024), torch.export.Dim("steps", min=2, max=512)
+    folder.mkdir(parents=True, exist_ok=True)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Transformer(teacher.model), tuple(example[n] for n in names), dynamo=True,
+                          dynamic_shapes=({0: rows, 1: steps},) * 3, input_names=names,
+                          output_names=["last_hidden_state"], external_data=False).save(str(folder / "teacher.onnx"))
+    quantize_dynamic(folder / "teacher.onnx", folder / "teacher.int8.onnx", weight_type=QuantType.QInt8)
+    sessions = {}
+    for precision, file in (("onnx_fp32", "teacher.onnx"), ("onnx_int8", "teacher.int8.onnx")):
+        for threads in (1, 2):
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            sessions.setdefault(precision, {})[threads] = ort.InferenceSession(
+                str(folder / file), options, providers=["CPUExecutionProvider"])
+    return sessions
+
+
+def compare(paths, output: Path, quick: bool, onnx: bool = False) -> None:
+    """Per keystroke at batch 1 for several saved students (fp32 and int8 each; with `onnx`, their exported
+    step graphs in onnxruntime too), the teacher timed in the same blocks (in onnxruntime too): the cost
+    side of a quality comparison (benchmarks/quality/student.sh)."""
+    import tempfile
+
     from transformers import AutoTokenizer
 
     teacher = Teacher("built-in")
-    models, info, tokenizer = {}, {}, None
+    models, info, tokenizer, onnx_teachers = {}, {}, None, None
+    scratch = Path(tempfile.mkdtemp(prefix="tf2rnn-onnx-"))
+    if onnx:
+        onnx_teachers = onnx_teacher(teacher, scratch / "teacher")
     for path in paths:
         name = Path(path).name
         model = TF2RNNModel.from_pretrained(path).eval()
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
         models[f"{name}_fp32"], models[f"{name}_int8"] = model, quantize_int8(model)
+        if onnx:  # the step graph, one thread (a batch-1 step has little to split)
+            from tf2rnn_hf.inference.onnx import ONNXStudent, export_onnx
+
+            export_onnx(model, tokenizer, scratch / name, int8=True, sequence=False)
+            models[f"{name}_onnx_fp32"] = ONNXStudent(scratch / name, threads=1)
+            models[f"{name}_onnx_int8"] = ONNXStudent(scratch / name, int8=True, threads=1)
         info[name] = {"cell": model.config.cell_type, "layers": model.config.num_hidden_layers,
                       "hidden_size": model.config.hidden_size, "state_bytes": model.init_state(1).nbytes(),
                       "parameters_without_token_table": sum(p.numel() for n, p in model.named_parameters()
                                                             if not n.startswith("embeddings."))}
     t0 = time.perf_counter()
-    rows = bench_keystrokes(models, tokenizer, teacher, (16, 64, 256), 10 if quick else 30)
+    rows = bench_keystrokes(models, tokenizer, teacher, (16, 64, 256), 10 if quick else 30, onnx_teachers)
     from tf2rnn_hf.data.corpus import load_texts
 
     texts = load_texts("offline", "heldout", limit=100 if quick else 300, shuffle_seed=0)["text"]
@@ -391,7 +447,7 @@ def compare(paths, output: Path, quick: bool) -> None:
                "streamed_fidelity": streamed_fidelity(models, tokenizer, teacher, texts),
                "seconds": time.perf_counter() - t0,
                "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
-                           "fused_step": {name: type(m.step_kernel).__name__ if m.step_kernel else None
+                           "fused_step": {name: type(k).__name__ if (k := getattr(m, "step_kernel", None)) else None
                                           for name, m in models.items()}}}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=1))
@@ -409,6 +465,8 @@ def main():
     parser.add_argument("--compare", nargs="+", default=None, metavar="DIR",
                         help="Only per-keystroke timings, for these saved students against the teacher.")
     parser.add_argument("--quick", action="store_true", help="Fewer repeats and sizes (a smoke run).")
+    parser.add_argument("--onnx", action="store_true", help="With --compare: also each student's ONNX step graph "
+                        "and the teacher in onnxruntime (fp32 and int8).")
     parser.add_argument("--output", default=str(OUT))
     parser.add_argument("--keep-denormals", action="store_true",
                         help="Leave denormal floats on (a profile showed them making the GRU step 1.5x slower).")
@@ -417,7 +475,8 @@ def main():
     torch.set_flush_denormal(not args.keep_denormals)
     if args.compare:
         output = Path(args.output)
-        return compare(args.compare, output if output.suffix == ".json" else output / "compare.json", args.quick)
+        return compare(args.compare, output if output.suffix == ".json" else output / "compare.json", args.quick,
+                       args.onnx)
     teacher = Teacher("built-in")
     if args.model:
         from transformers import AutoTokenizer

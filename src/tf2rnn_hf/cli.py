@@ -1,4 +1,4 @@
-"""The `tf2rnn` command: distill, evaluate, card, plot, encode, stream, push, pull."""
+"""The `tf2rnn` command: distill, evaluate, card, plot, encode, stream, export, push, pull."""
 
 import argparse
 import json
@@ -205,6 +205,19 @@ def cmd_pull(args, rest) -> int:
     return 0
 
 
+def cmd_export(args, rest) -> int:
+    """Write the student's ONNX graphs (step, sequence), their manifest and the tokenizer to a folder."""
+    from .inference.onnx import export_onnx
+
+    model, tokenizer = _load(args.model)
+    manifest = export_onnx(model, tokenizer, args.output, int8=args.int8)
+    files = [g[k] for g in manifest["graphs"].values() for k in ("file", "int8_file") if k in g]
+    print(f"wrote {', '.join(files)} and tf2rnn_onnx.json to {args.output}", file=sys.stderr)
+    if manifest["sequence_graph"]:
+        print(f"sequence graph {manifest['sequence_graph']}", file=sys.stderr)
+    return 0
+
+
 INT8_HELP = ("Int8 weights on CPU, keystrokes in one fused native step (docs/speed.md: ~7x faster "
              "per keystroke than fp32 for tf2rnn-minilm, 0.001 lower cosine to the teacher).")
 
@@ -263,6 +276,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=5)
     p.add_argument("--int8", action="store_true", help=INT8_HELP)
     p.set_defaults(func=cmd_stream)
+
+    p = sub.add_parser("export", help="Export a student for other runtimes (ONNX: step and sequence graphs).")
+    p.add_argument("model")
+    p.add_argument("output", help="Folder to write (created if missing).")
+    p.add_argument("--format", default="onnx", choices=["onnx"])
+    p.add_argument("--int8", action="store_true", help="Also int8 graphs (onnxruntime dynamic quantization).")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("push", help="Upload a saved student folder to the Hub.")
     p.add_argument("folder")

@@ -264,7 +264,7 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
             if skip is None:
                 skip = torch.tensor(self.config.skip_token_ids, dtype=torch.long, device=input_ids.device)
                 self._skip_ids[input_ids.device] = skip
-            mask = mask & ~torch.isin(input_ids, skip)
+            mask = mask & ~(input_ids[..., None] == skip).any(-1)  # isin, in ops every ONNX runtime has
         return mask
 
     def forward(
@@ -304,7 +304,10 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
 
         # Move each row's real steps to the front, so cells only handle right padding.
         lengths = mask.sum(1)
-        order = torch.argsort((~mask).to(torch.int8), dim=1, stable=True)
+        # A stable sort of "is padding", as a sort of unique keys (ONNX export has no stable sort); the
+        # positions come from a cumsum, not from the Python length, which a traced graph would freeze.
+        positions = torch.cumsum(torch.ones_like(input_ids), 1) - 1
+        order = torch.argsort((~mask).long() * (1 << 40) + positions, dim=1)
         compact_ids = input_ids.gather(1, order)
         vectors = self.embeddings(compact_ids)
         if steps:
