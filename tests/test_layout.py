@@ -9,7 +9,7 @@ import tf2rnn_hf
 
 ROOT = Path(tf2rnn_hf.__file__).parent
 # Each stage may import from its own and earlier stages only.
-STAGES = ["utils", "models", "inference", "data", "evaluation", "hub", "distill", "plotting", "cli"]
+STAGES = ["utils", "models", "inference", "data", "evaluation", "hub", "distill", "plotting", "demo", "cli"]
 
 
 def _module_name(path: Path) -> str:

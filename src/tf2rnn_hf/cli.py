@@ -1,4 +1,4 @@
-"""The `tf2rnn` command: distill, evaluate, card, plot, encode, stream, export, push, pull."""
+"""The `tf2rnn` command: distill, evaluate, card, plot, encode, stream, demo, export, push, pull."""
 
 import argparse
 import json
@@ -205,6 +205,18 @@ def cmd_pull(args, rest) -> int:
     return 0
 
 
+def cmd_demo(args, rest) -> int:
+    """Serve the search-as-you-type app (Gradio): student and teacher top-10 side by side per keystroke."""
+    from .data.teacher import Teacher, teacher_name_of
+    from .demo.app import build_app
+
+    model, tokenizer = _load(args.model, args.int8)
+    teacher = Teacher(args.teacher or teacher_name_of(model.config.teacher_name_or_path))
+    app = build_app(model, tokenizer, teacher, index=args.index, n_texts=args.n_texts)
+    app.launch(server_name=args.host, server_port=args.port, share=False, prevent_thread_lock=False)
+    return 0
+
+
 def cmd_export(args, rest) -> int:
     """Write the student's ONNX graphs (step, sequence), their manifest and the tokenizer to a folder."""
     from .inference.onnx import export_onnx
@@ -276,6 +288,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=5)
     p.add_argument("--int8", action="store_true", help=INT8_HELP)
     p.set_defaults(func=cmd_stream)
+
+    p = sub.add_parser("demo", help="Search-as-you-type web app (Gradio): student and teacher, per keystroke.")
+    p.add_argument("model")
+    p.add_argument("--index", default=None, help="One document per line (default: --n-texts offline sentences).")
+    p.add_argument("--n-texts", type=int, default=10_000, help="Offline sentences to index without --index.")
+    p.add_argument("--teacher", default=None, help="Teacher ('built-in', folder or Hub id); default: the model's.")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=7860)
+    p.add_argument("--int8", action="store_true", help=INT8_HELP)
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("export", help="Export a student for other runtimes (ONNX: step and sequence graphs).")
     p.add_argument("model")

@@ -36,6 +36,12 @@ def resolve_teacher_path(name_or_path: str = BUILT_IN) -> str:
         ) from err
 
 
+def teacher_name_of(teacher_name_or_path: Optional[str]) -> str:
+    """The teacher a student names in its config, as `Teacher` takes it: all-MiniLM-L6-v2 (or no name) is
+    the built-in copy, which needs no network."""
+    return BUILT_IN if teacher_name_or_path in (None, BUILT_IN_ID) else teacher_name_or_path
+
+
 def _read_json(name_or_path: str, filename: str) -> Optional[dict]:
     """A sentence-transformers side file from a folder or a Hub repo; None when it does not exist."""
     local = Path(name_or_path) / filename

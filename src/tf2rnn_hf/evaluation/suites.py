@@ -9,7 +9,7 @@ from transformers import AutoTokenizer
 
 from ..data import evaluation_sets, trajectories
 from ..data.corpus import OFFLINE, load_texts, passages
-from ..data.teacher import BUILT_IN, BUILT_IN_ID, Teacher
+from ..data.teacher import Teacher, teacher_name_of
 from ..inference.encode import encode_texts
 from ..models import TF2RNNModel
 from ..utils import stable_bucket
@@ -181,8 +181,7 @@ def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: 
         raise ValueError(f"Unknown suites {', '.join(map(repr, unknown))}; choose from {', '.join(ALL_SUITES)}.")
     model = TF2RNNModel.from_pretrained(model_path).eval()
     tokenizer = AutoTokenizer.from_pretrained(model_path)
-    teacher_name = teacher_name or (BUILT_IN if model.config.teacher_name_or_path in (None, BUILT_IN_ID)
-                                    else model.config.teacher_name_or_path)
+    teacher_name = teacher_name or teacher_name_of(model.config.teacher_name_or_path)
     teacher = Teacher(teacher_name)
     results: Dict[str, dict] = {}
     encoders: Dict[str, Encoder] = {"student": student_encoder(model, tokenizer), "teacher": teacher_encoder(teacher)}
