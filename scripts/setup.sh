@@ -16,6 +16,11 @@ if ! command -v chromium >/dev/null && command -v apt-get >/dev/null && [ "$(id 
     || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }; } \
     || echo "warning: could not install chromium; the demo's browser test will skip" >&2
 fi
+# onnxruntime-web for the in-browser page (examples/browser), from the npm registry, where npm exists.
+if command -v npm >/dev/null; then
+  (cd examples/browser && npm ci --no-audit --no-fund --silent) \
+    || echo "warning: npm could not install onnxruntime-web; the in-browser test will skip" >&2
+fi
 # The data the tests read, fetched here once: the tests themselves never download.
 .venv/bin/python scripts/fetch_test_data.py tests/.data
 touch .venv/.installed

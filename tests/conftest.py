@@ -1,6 +1,7 @@
 """Shared fixtures: tiny configs for every cell, and the real built-in teacher (loaded once)."""
 
 import os
+import shutil
 
 # Nothing in the suite may reach a hub; set before transformers/huggingface_hub are imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -50,3 +51,12 @@ def teacher():
     from tf2rnn_hf.data.teacher import Teacher
 
     return Teacher("built-in")
+
+
+# Debian's Chromium for the browser tests (Playwright's own browser download cannot work offline). The flags
+# keep it headless and quiet on a closed network: without the background-networking ones it keeps dialling out.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh "
+                                                             "installs it where it runs as root with apt)")

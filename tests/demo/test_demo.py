@@ -2,12 +2,12 @@
 pops), and in a real browser (Debian's Chromium driven by Playwright) the shown top-10 after every key,
 a backspace included, is the model's own top-10 for that prefix."""
 
-import shutil
 import socket
 from pathlib import Path
 
 import pytest
 import torch
+from conftest import CHROMIUM, CHROMIUM_ARGS, needs_chromium
 
 from tf2rnn_hf.distill import build_student
 from tf2rnn_hf.inference.streaming import StreamingEncoder
@@ -17,10 +17,6 @@ from tf2rnn_hf.demo.app import build_app, model_key  # noqa: E402
 from tf2rnn_hf.demo.search import SearchSession, build_indexes, demo_texts  # noqa: E402
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# Headless flags for this closed network: without the background-networking ones Chromium keeps dialling out.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +61,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh installs it "
-                                             "where it runs as root with apt)")
+@needs_chromium
 def test_browser_shows_the_models_own_top10_after_every_key(demo, teacher, tmp_path):
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     model, tokenizer, index, cache, texts, student_index, _ = demo
