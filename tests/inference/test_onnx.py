@@ -141,3 +141,18 @@ def test_cells_without_a_sequence_graph_export_the_step(teacher, tmp_path):
         export_onnx(quantize_int8(model), tokenizer, tmp_path / "int8")
     with pytest.raises(FileNotFoundError, match="no tf2rnn_onnx.json"):
         ONNXStudent(tmp_path)
+
+
+def test_a_graph_with_a_fixed_batch_or_length_is_refused(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from tf2rnn_hf.inference.onnx import _check_dynamic
+
+    for shape in (["batch", 4], [2, "steps"]):  # what a silent specialisation leaves behind
+        ids = helper.make_tensor_value_info("input_ids", TensorProto.INT64, shape)
+        out = helper.make_tensor_value_info("out", TensorProto.INT64, shape)
+        graph = helper.make_graph([helper.make_node("Identity", ["input_ids"], ["out"])], "g", [ids], [out])
+        onnx.save(helper.make_model(graph), tmp_path / "g.onnx")
+        with pytest.raises(RuntimeError, match="fixed axis"):
+            _check_dynamic(tmp_path / "g.onnx")

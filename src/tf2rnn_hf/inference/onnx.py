@@ -72,6 +72,21 @@ def _export(graph: nn.Module, args: tuple, dynamic_shapes: tuple, input_names: L
     program.save(str(path))
 
 
+def _check_dynamic(path: Path) -> None:
+    """Refuse a graph whose batch (or sequence) axis an exporter fixed to the example's size: it would fail,
+    or answer wrongly, on any other shape."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    for tensor in graph.input:
+        dims = tensor.type.tensor_type.shape.dim
+        wanted = 2 if tensor.name in ("input_ids", "attention_mask") and len(dims) == 2 else 1
+        fixed = [i for i, d in enumerate(dims[:wanted]) if not d.dim_param]
+        if fixed:
+            raise RuntimeError(f"The exporter fixed axis {fixed[0]} of {tensor.name} in {path.name} to "
+                               f"{dims[fixed[0]].dim_value}; this export would not run on other shapes.")
+
+
 def export_onnx(model: TF2RNNModel, tokenizer, directory: Union[str, Path], int8: bool = False,
                 sequence: Optional[bool] = None) -> Dict:
     """Write the ONNX graphs, the manifest and the tokenizer of `model` to `directory`; returns the manifest.
@@ -101,7 +116,7 @@ def export_onnx(model: TF2RNNModel, tokenizer, directory: Union[str, Path], int8
     names = state_names(model)
     example = model.init_state(2)
     if any(bool(t.any()) for t in example._tensors()):
-        raise AssertionError("The manifest says every state tensor starts at zero; this model's do not.")
+        raise RuntimeError("The manifest says every state tensor starts at zero; this model's do not.")
     state = tuple(example._tensors())
     batch = torch.export.Dim("batch", min=1, max=65536)
     state_in, state_out = [f"state_in.{n}" for n in names], [f"state_out.{n}" for n in names]
@@ -127,6 +142,8 @@ def export_onnx(model: TF2RNNModel, tokenizer, directory: Union[str, Path], int8
                                   dynamo=False, input_names=inputs, output_names=outputs, dynamic_axes=axes,
                                   opset_version=17)
             graphs["sequence"] = {"file": "sequence.onnx", "inputs": inputs, "outputs": outputs}
+    for graph in graphs.values():
+        _check_dynamic(directory / graph["file"])
     if int8:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -140,8 +157,9 @@ def export_onnx(model: TF2RNNModel, tokenizer, directory: Union[str, Path], int8
         "state": [{"name": n, "shape": ["batch", *t.shape[1:]], "dtype": str(t.dtype).replace("torch.", ""),
                    "initial": 0} for n, t in zip(names, state)],
         "graphs": graphs,
-        "sequence_graph": None if sequence else f"not exported ({cell!r} students' sequence forms branch on values; "
-                                                "step token by token instead)",
+        "sequence_graph": None if sequence else (
+            "not exported (sequence=False)" if cell in SEQUENCE_CELLS else
+            f"not exported ({cell!r} students' sequence forms branch on values; step token by token instead)"),
     }
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=1))
     tokenizer.save_pretrained(str(directory))
