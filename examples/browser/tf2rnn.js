@@ -191,4 +191,15 @@ async function applyText(stream, text) {
   return old.length - common + now.length - common;
 }
 
-window.tf2rnn = { WordPiece, Student, Stream, applyText };
+// The teacher's forward on the whole of `text` ([CLS] text [SEP]), timed by the page beside the student's
+// update; returns the number of tokens it read. (Its pooling is left out, as in benchmarks/run.py.)
+async function encodePrefix(session, tokenizer, text) {
+  const ids = [tokenizer.vocab.get("[CLS]"), ...tokenizer.encode(text), tokenizer.vocab.get("[SEP]")];
+  const n = ids.length;
+  const tensor = (values) => new ort.Tensor("int64", BigInt64Array.from(values.map(BigInt)), [1, n]);
+  await session.run({ input_ids: tensor(ids), attention_mask: tensor(ids.map(() => 1)),
+    token_type_ids: tensor(ids.map(() => 0)) });
+  return n;
+}
+
+window.tf2rnn = { WordPiece, Student, Stream, applyText, encodePrefix };
