@@ -60,3 +60,16 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
                  "--disable-component-update", "--disable-sync"]
 needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh "
                                                              "installs it where it runs as root with apt)")
+
+
+def lively_gru_student(teacher):
+    """A small GRU student of the real teacher whose cell weights have trained-looking scales (the default
+    init leaves the cell nearly idle), so that a wrong state in an exported graph would show."""
+    from tf2rnn_hf.distill import build_student
+
+    torch.manual_seed(0)
+    model, tokenizer = build_student(teacher, hidden_size=64, token_init="input_embeddings")
+    with torch.no_grad():
+        for p in model.cell.parameters():
+            p.normal_(0, 0.2)
+    return model.eval(), tokenizer

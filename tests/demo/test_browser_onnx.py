@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CHROMIUM, CHROMIUM_ARGS, needs_chromium
+from conftest import CHROMIUM, CHROMIUM_ARGS, lively_gru_student, needs_chromium
 
-from tf2rnn_hf.distill import build_student
 from tf2rnn_hf.inference.streaming import StreamingEncoder
 
 pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
@@ -37,11 +36,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def site(teacher, tmp_path_factory):
-    torch.manual_seed(0)
-    model, tokenizer = build_student(teacher, hidden_size=64, token_init="input_embeddings")
-    with torch.no_grad():  # trained-looking scales, so a wrong state would show
-        for p in model.cell.parameters():
-            p.normal_(0, 0.2)
+    model, tokenizer = lively_gru_student(teacher)
     root = tmp_path_factory.mktemp("site")
     for name in ("index.html", "tf2rnn.js"):
         shutil.copy(PAGE / name, root / name)

@@ -9,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+from conftest import lively_gru_student
 
 from tf2rnn_hf.distill import build_student
 from tf2rnn_hf.hub import save_student
@@ -28,11 +29,7 @@ def _cli(*args):
 
 @pytest.fixture(scope="module")
 def exported(teacher, tmp_path_factory):
-    torch.manual_seed(0)
-    model, tokenizer = build_student(teacher, hidden_size=64, token_init="input_embeddings")
-    with torch.no_grad():  # trained-looking scales, so a wrong state would show
-        for p in model.cell.parameters():
-            p.normal_(0, 0.2)
+    model, tokenizer = lively_gru_student(teacher)
     source, folder = tmp_path_factory.mktemp("student"), tmp_path_factory.mktemp("onnx")
     save_student(model, tokenizer, source)
     run = _cli("export", source, folder, "--format", "onnx", "--int8")
