@@ -10,31 +10,18 @@ examples/browser's npm install, and the onnx and demo extras.
 """
 
 import argparse
-import functools
-import http.server
 import json
 import shutil
 import statistics
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from run import onnx_teacher, text_of_tokens  # noqa: E402
 
 PAGE = Path(__file__).parents[1] / "examples" / "browser"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 BUCKETS = {"16": (14, 18), "64": (62, 66)}  # tokens the teacher read ([CLS] and [SEP] included)
-
-
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm",
-                      ".mjs": "text/javascript"}
-
-    def log_message(self, *args):
-        pass
 
 
 def type_text(page, text: str):
@@ -70,6 +57,7 @@ def main():
 
     from tf2rnn_hf import TF2RNNModel
     from tf2rnn_hf.data.teacher import Teacher
+    from tf2rnn_hf.demo.browser import launch_chromium, serve_folder
     from tf2rnn_hf.inference.onnx import export_onnx
 
     model = TF2RNNModel.from_pretrained(args.model).eval()
@@ -81,12 +69,11 @@ def main():
     export_onnx(model, tokenizer, root / "model", int8=True, sequence=False)
     onnx_teacher(Teacher("built-in"), root / "teacher")
     text = text_of_tokens(tokenizer, 64)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_folder(root)
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     results = {"model": args.model, "text_characters": len(text), "settings": {}}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS, headless=True)
+        browser = launch_chromium(p)
         results["browser"] = browser.version
         for setting, query in (("fp32", "?teacher=teacher/teacher.onnx"),
                                ("int8", "?int8=1&teacher=teacher/teacher.int8.onnx")):

@@ -6,15 +6,12 @@ Debian's headless Chromium (Playwright), and save the page.
 """
 
 import argparse
-import shutil
 import socket
 
 from tf2rnn_hf.data.teacher import Teacher, teacher_name_of
 from tf2rnn_hf.demo.app import build_app
+from tf2rnn_hf.demo.browser import launch_chromium
 from tf2rnn_hf.models import TF2RNNModel
-
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 
 
 def main():
@@ -36,7 +33,7 @@ def main():
     app.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True)
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS, headless=True)
+            browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 1280, "height": 820})
             page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
             box = page.locator("#query textarea")

@@ -1,7 +1,6 @@
 """Shared fixtures: tiny configs for every cell, and the real built-in teacher (loaded once)."""
 
 import os
-import shutil
 
 # Nothing in the suite may reach a hub; set before transformers/huggingface_hub are imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -53,13 +52,11 @@ def teacher():
     return Teacher("built-in")
 
 
-# Debian's Chromium for the browser tests (Playwright's own browser download cannot work offline). The flags
-# keep it headless and quiet on a closed network: without the background-networking ones it keeps dialling out.
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync"]
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (scripts/setup.sh "
-                                                             "installs it where it runs as root with apt)")
+# Debian's Chromium for the browser tests (Playwright's own browser download cannot work offline).
+from tf2rnn_hf.demo.browser import chromium_path  # noqa: E402
+
+needs_chromium = pytest.mark.skipif(chromium_path() is None, reason="Debian's chromium is not installed "
+                                    "(scripts/setup.sh installs it where it runs as root with apt)")
 
 
 def lively_gru_student(teacher):

@@ -2,19 +2,17 @@
 WordPiece and streaming encoder, in Debian's headless Chromium; after every key of a typed text, a
 backspace included, its embedding is within 1e-4 of the Python stream's."""
 
-import functools
-import http.server
 import shutil
-import threading
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import CHROMIUM, CHROMIUM_ARGS, lively_gru_student, needs_chromium
+from conftest import lively_gru_student, needs_chromium
 
 from tf2rnn_hf.inference.streaming import StreamingEncoder
 
 pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
+from tf2rnn_hf.demo.browser import launch_chromium, serve_folder  # noqa: E402
 from tf2rnn_hf.inference.onnx import export_onnx  # noqa: E402
 
 PAGE = Path(__file__).parent.parent.parent / "examples" / "browser"
@@ -26,14 +24,6 @@ pytestmark = [
 ]
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm",
-                      ".mjs": "text/javascript"}
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def site(teacher, tmp_path_factory):
     model, tokenizer = lively_gru_student(teacher)
@@ -42,8 +32,7 @@ def site(teacher, tmp_path_factory):
         shutil.copy(PAGE / name, root / name)
     (root / "ort").symlink_to((PAGE / "ort").resolve())
     export_onnx(model, tokenizer, root / "model", int8=True, sequence=False)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(root)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = serve_folder(root)
     yield model.eval(), tokenizer, f"http://127.0.0.1:{server.server_address[1]}/"
     server.shutdown()
 
@@ -57,7 +46,7 @@ def test_page_embeddings_follow_the_python_stream_key_by_key(site, int8):
     model, tokenizer, url = site
     own = StreamingEncoder(model, tokenizer)
     with playwright.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch_chromium(p)
         page = browser.new_page()
         errors = []
         page.on("pageerror", lambda err: errors.append(str(err)))

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CHROMIUM, CHROMIUM_ARGS, needs_chromium
+from conftest import needs_chromium
 
 from tf2rnn_hf.distill import build_student
 from tf2rnn_hf.inference.streaming import StreamingEncoder
 
 gr = pytest.importorskip("gradio", reason="the demo extra is not installed")
 from tf2rnn_hf.demo.app import build_app, model_key  # noqa: E402
+from tf2rnn_hf.demo.browser import launch_chromium  # noqa: E402
 from tf2rnn_hf.demo.search import SearchSession, build_indexes, demo_texts  # noqa: E402
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -71,7 +72,7 @@ def test_browser_shows_the_models_own_top10_after_every_key(demo, teacher, tmp_p
     keys = list("river baxy") + ["Backspace", "Backspace"] + list("nk flows")
     try:
         with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            browser = launch_chromium(p)
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.goto(f"http://127.0.0.1:{port}/", wait_until="domcontentloaded")
             box = page.locator("#query textarea")
