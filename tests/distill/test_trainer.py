@@ -412,6 +412,32 @@ def test_trajectories_only_fills_the_cache_that_training_then_reads(tmp_path):
     assert trained["trajectory_stats"] == first["trajectory_stats"]
 
 
+def test_exclude_sources_drops_a_source_from_the_same_draw_and_reuses_its_trajectories(tmp_path):
+    """A transfer run trains on the all-sources draw less the left-out source's texts, from the shards that
+    draw cached; leaving out none (the first rows hold one source) or all of the draw is an error."""
+    from tf2rnn_hf.data.corpus import load_texts
+    from tf2rnn_hf.distill.recipe import main
+
+    lines = [t for t in (DATA / "train.txt").read_text().splitlines() if t.strip()]
+    corpus = tmp_path / "corpus.jsonl"  # the first half "a", the second "b": an unsampled head is all "a"
+    corpus.write_text("".join(json.dumps({"text": t, "source": "a" if i < len(lines) // 2 else "b"}) + "\n"
+                              for i, t in enumerate(lines)))
+    drawn = ("--corpus", str(corpus), "--max_train_texts", "40", "--train_sample_seed", "1")
+    main(_distill_args(tmp_path / "all", tmp_path / "cache", *drawn, "--trajectories_only", "true"))
+    shards = {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("stats.json")}
+    left = main(_distill_args(tmp_path / "left", tmp_path / "cache", *drawn, "--exclude_sources", "a",
+                              "--use_cpu", "true", "--save_strategy", "no"))
+    drawn_sources = load_texts(str(corpus), limit=40, shuffle_seed=1)["source"]
+    assert set(drawn_sources) == {"a", "b"}
+    assert left["train_texts_by_source"] == {"b": drawn_sources.count("b")}
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "cache").rglob("stats.json")} == shards
+    head = ("--corpus", str(corpus), "--max_train_texts", "20", "--trajectories_only", "true")
+    with pytest.raises(ValueError, match="leaves out none of the 20 training texts.*'a'.*--train_sample_seed"):
+        main(_distill_args(tmp_path / "x", tmp_path / "cache", *head, "--exclude_sources", "b"))
+    with pytest.raises(ValueError, match="leaves out all of the 20"):
+        main(_distill_args(tmp_path / "x", tmp_path / "cache", *head, "--exclude_sources", "a"))
+
+
 def test_train_sample_seed_trains_on_a_sample_not_the_first_rows(tmp_path):
     from tf2rnn_hf.data.corpus import load_texts
     from tf2rnn_hf.data.trajectories import texts_fingerprint

@@ -15,9 +15,10 @@ import json
 import logging
 import sys
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Set
 
 import datasets
 import torch
@@ -90,7 +91,8 @@ class DataArguments:
         "help": "Held-out text (same kinds as --corpus); default: --corpus at --eval_split."})
     text_column: str = "text"
     exclude_sources: Optional[str] = field(default=None, metadata={
-        "help": "Comma-separated sources (the offline corpus's packages) left out of training: transfer runs."})
+        "help": "Comma-separated sources (the offline corpus's packages) whose texts are dropped from the "
+                "--max_train_texts drawn (transfer runs; draw across sources with --train_sample_seed)."})
     eval_sources: Optional[str] = field(default=None, metadata={
         "help": "Comma-separated sources the held-out texts are drawn from (default: all)."})
     train_split: str = "train"
@@ -152,6 +154,23 @@ def parse(argv: List[str]):
     return parser.parse_args_into_dataclasses(args=defaults + list(argv))
 
 
+def left_out_texts(train_rows: datasets.Dataset, data_args: DataArguments) -> Set[str]:
+    """The drawn training texts of `--exclude_sources`. The draw comes first (so a transfer run trains on
+    the all-sources run's texts less the left-out ones); leaving out none or all of them is an error."""
+    if not data_args.exclude_sources:
+        return set()
+    if "source" not in train_rows.column_names:
+        raise ValueError(f"--exclude_sources: {data_args.corpus!r} has no 'source' column to leave texts out by.")
+    excluded = set(data_args.exclude_sources.split(","))
+    left_out = {t for t, s in zip(train_rows["text"], train_rows["source"]) if s in excluded}
+    if not left_out or len(left_out) == len(train_rows):
+        raise ValueError(f"--exclude_sources {data_args.exclude_sources} leaves out "
+                         f"{'none' if not left_out else 'all'} of the {len(train_rows)} training texts drawn (their "
+                         f"sources: {sorted(set(train_rows['source']))}). Check the names, or draw the texts across "
+                         "sources with --train_sample_seed (the offline corpus's first rows are all WordNet glosses).")
+    return left_out
+
+
 def main(argv: Optional[List[str]] = None) -> dict:
     """Distil, evaluate and save a student; returns (and writes) the results. See the module docstring."""
     model_args, data_args, run_args, training_args = parse(sys.argv[1:] if argv is None else argv)
@@ -183,15 +202,15 @@ def main(argv: Optional[List[str]] = None) -> dict:
         def split_list(value):
             return value.split(",") if value else None
 
-        train_texts = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
-                                 data_args.max_train_texts, data_args.cache_dir,
-                                 exclude_sources=split_list(data_args.exclude_sources),
-                                 shuffle_seed=data_args.train_sample_seed)["text"]
+        train_rows = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
+                                data_args.max_train_texts, data_args.cache_dir,
+                                shuffle_seed=data_args.train_sample_seed)
         eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
                                 data_args.text_column, data_args.max_eval_texts, data_args.cache_dir,
                                 only_sources=split_list(data_args.eval_sources))["text"]
+    train_texts, left_out = list(train_rows["text"]), left_out_texts(train_rows, data_args)
     # (texts, settings) pairs whose trajectories make the training set: sentences, then any passages.
-    parts = [(list(train_texts), settings)]
+    parts = [(train_texts, settings)]
     if data_args.passage_tokens:
         if data_args.passage_tokens >= data_args.max_tokens:
             raise ValueError(f"--passage_tokens {data_args.passage_tokens} needs --max_tokens above it "
@@ -199,12 +218,15 @@ def main(argv: Optional[List[str]] = None) -> dict:
         if not 0 < data_args.passage_fraction <= 1:
             raise ValueError(f"--passage_fraction must be in (0, 1], got {data_args.passage_fraction}.")
         k = round(len(train_texts) * data_args.passage_fraction)
-        joined = passages(train_texts[:k], teacher.tokenizer, min_tokens=data_args.passage_tokens, count=None)
+        joined = passages([t for t in train_texts[:k] if t not in left_out], teacher.tokenizer,
+                          min_tokens=data_args.passage_tokens, count=None)
         parts = [(list(train_texts[k:]), settings),
                  (joined, replace(settings, stride=data_args.passage_stride or settings.stride))]
     parts = [(texts, part_settings) for texts, part_settings in parts if texts]
     train_ds = datasets.concatenate_datasets(
         [trajectories.build(texts, teacher, part_settings, data_args.cache_dir) for texts, part_settings in parts])
+    if left_out:  # dropped after their trajectories: the left-out run reuses the shards of the full draw
+        train_ds = train_ds.filter(lambda batch: [t not in left_out for t in batch["text"]], batched=True)
     # Held-out fidelity: token trajectories for a token student (whatever it trained on), keystrokes for bytes.
     eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1,
                                                        "prefix_unit": "char" if byte_student else "token"})
@@ -253,6 +275,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
     trainer.save_model()  # weights, config, custom code, sentence-transformers files, tokenizer
 
     results = {"timings": timings, "train": train_result.metrics, "world_size": training_args.world_size}
+    if "source" in train_rows.column_names:
+        results["train_texts_by_source"] = dict(Counter(s for t, s in zip(train_texts, train_rows["source"])
+                                                        if t not in left_out).most_common())
     if trainer.is_world_process_zero():
         t2 = time.perf_counter()
         table = fidelity_table(trainer.accelerator.unwrap_model(trainer.model), eval_ds, teacher,
