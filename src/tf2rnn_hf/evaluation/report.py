@@ -3,6 +3,12 @@
 from typing import Dict
 
 
+def _cell(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
+
+
 def format_table(table: Dict[str, Dict[str, float]], title: str = "") -> str:
     """A markdown table: one row per system, one column per metric."""
     columns = []
@@ -12,7 +18,7 @@ def format_table(table: Dict[str, Dict[str, float]], title: str = "") -> str:
     lines.append("| system | " + " | ".join(columns) + " |")
     lines.append("|---" * (len(columns) + 1) + "|")
     for name, metrics in table.items():
-        cells = [f"{metrics[c]:.3f}" if c in metrics else "-" for c in columns]
+        cells = [_cell(metrics[c]) if c in metrics else "-" for c in columns]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
