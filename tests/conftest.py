@@ -24,11 +24,16 @@ import torch  # noqa: E402
 
 from tf2rnn_hf import CELL_TYPES, TF2RNNConfig, TF2RNNModel  # noqa: E402
 
+# Variants the model's contract tests run beside every cell type: the residual GRU stack with an MLP readout.
+VARIANTS = {"gru-residual-mlp": dict(cell_type="gru", num_hidden_layers=3, residual_layers=True,
+                                     readout_hidden_size=20)}
+
 
 def tiny_config(cell_type: str = "gru", **overrides) -> TF2RNNConfig:
-    """A small config of `cell_type` with two layers, so layer stacking is exercised too."""
+    """A small config of `cell_type` (or a name in VARIANTS) with two layers, so layer stacking is exercised too."""
     kwargs = dict(vocab_size=50, hidden_size=24, num_hidden_layers=2, cell_type=cell_type, output_size=16,
                   num_attention_heads=4, rem_real_heads=1, rem_cyclic_heads=1, num_slots=5, skip_token_ids=[0, 1])
+    kwargs.update(VARIANTS.get(cell_type, {}))
     if cell_type == "tova_attention":  # it reads the token table directly, at the cell's width
         kwargs.update(embedding_size=kwargs["hidden_size"], residual_token_mean=False)
     kwargs.update(overrides)
@@ -40,7 +45,7 @@ def tiny_model(cell_type: str, seed: int = 0, **overrides) -> TF2RNNModel:
     return TF2RNNModel(tiny_config(cell_type, **overrides)).eval()
 
 
-@pytest.fixture(params=CELL_TYPES)
+@pytest.fixture(params=[*CELL_TYPES, *VARIANTS])
 def cell_type(request):
     return request.param
 

@@ -125,7 +125,10 @@ STUDENTS = (("GRU-768 (make distill)", "quick-eval", None, True),
             ("inherited, 6 layers, 30,000 texts across sources, 20 min", "student-tova-l6-sampled-eval",
              "student-tova-l6-sampled", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",
-             "student-tova-l6-sampled-45", False))
+             "student-tova-l6-sampled-45", False),
+            ("GRU 2x480, residual", "student-gru-l2-residual-eval", "student-gru-l2-residual", True),
+            ("GRU 3x384, residual", "student-gru-l3-residual-eval", "student-gru-l3-residual", True),
+            ("GRU-640, MLP readout", "student-gru-mlp-readout-eval", "student-gru-mlp-readout", True))
 
 
 def _unseen_sources(by_source: dict, trained_on: str = "wordnet-base") -> dict:
@@ -180,8 +183,9 @@ def student_table() -> str:
                        "lee pearson": teacher["lee"]["teacher"]["pearson"],
                        "wordsim353": teacher["wordsim"]["teacher"]["wordsim353_spearman"]}
     return format_table(rows, "Student v2 (student.sh): the teacher's own layers made causal over a TOVA-bounded "
-                              "cache, against the GRU of `make distill`; the same 12,000 texts and 7 minutes on 2 "
-                              "cores; `tf2rnn evaluate` on held-out texts of every source; cost from "
+                              "cache, and GRUs of other depth or readout at GRU-768's bytes per keystroke, against "
+                              "the GRU of `make distill`; the same 12,000 texts and 7 minutes on 2 cores unless "
+                              "named; `tf2rnn evaluate` on held-out texts of every source; cost from "
                               "`benchmarks/run.py --compare` (student-speed.json)")
 
 

@@ -57,3 +57,20 @@ train tova-l2 --num_hidden_layers 2
 train tova-l6-sampled --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20
 # The time axis: the same 30,000 texts, 45 minutes (2.25x the time of the row above).
 train tova-l6-sampled-45 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 45
+# Depth and readout of the GRU at equal bytes per keystroke (issue 19, item 1): the quick preset (the
+# `make distill` recipe: 12,000 texts, 7 minutes, transition then free-running) with 2 or 3 pre-norm
+# residual GRU layers, or one narrower layer with an MLP readout, each reading about the 2.95M int8
+# weights of GRU-768 (quick-eval.json) per keystroke.
+gru() {  # NAME -- distill args
+  local name=$1; shift
+  if [ ! -f "$OUT/student-$name.json" ]; then
+    $PY examples/distill.py --preset quick --disable_tqdm true --output_dir "outputs/student-$name" "$@" \
+      > "$OUT/student-$name.log" 2>&1
+    cp "outputs/student-$name/results.json" "$OUT/student-$name.json"
+    echo "done student-$name"
+  fi
+  evaluate "$name"
+}
+gru gru-l2-residual --num_hidden_layers 2 --residual_layers true --hidden_size 480
+gru gru-l3-residual --num_hidden_layers 3 --residual_layers true --hidden_size 384
+gru gru-mlp-readout --hidden_size 640 --readout_hidden_size 768

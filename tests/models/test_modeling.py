@@ -143,6 +143,8 @@ def test_bad_inputs_raise_clear_errors():
         (dict(cell_type="rem", hidden_size=30), "divisible by num_attention_heads"),
         (dict(skip_token_ids=[77]), "outside the vocabulary"),
         (dict(dropout=1.5), "dropout"),
+        (dict(cell_type="lstm", residual_layers=True), "residual_layers stacks gru layers"),
+        (dict(readout_hidden_size=0), "readout_hidden_size must be a positive integer"),
     ],
 )
 def test_config_validation(overrides, message):

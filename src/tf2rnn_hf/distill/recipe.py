@@ -66,6 +66,10 @@ class ModelArguments:
         "help": "Width of the cell (default 768; the teacher's for cells that inherit it)."})
     num_hidden_layers: Optional[int] = field(default=None, metadata={
         "help": "Stacked layers (default 1; all of the teacher's for cells that inherit it)."})
+    residual_layers: bool = field(default=False, metadata={
+        "help": "gru: layers after the first are pre-norm residual blocks (for --num_hidden_layers > 1)."})
+    readout_hidden_size: Optional[int] = field(default=None, metadata={
+        "help": "Width of a two-layer MLP readout (default: a linear readout)."})
     teacher_layers: Optional[str] = field(default=None, metadata={
         "help": "tova_attention: comma-separated teacher layers to copy (default: evenly spaced, ending at the last)."})
     token_init: Optional[str] = field(default=None, metadata={
@@ -254,7 +258,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
                 teacher_layers=[int(i) for i in model_args.teacher_layers.split(",")] if model_args.teacher_layers
                 else None,
                 **{key: value for key, value in (("residual_token_mean", model_args.residual_token_mean),
-                                                 ("num_attention_heads", model_args.num_attention_heads))
+                                                 ("num_attention_heads", model_args.num_attention_heads),
+                                                 ("readout_hidden_size", model_args.readout_hidden_size),
+                                                 ("residual_layers", model_args.residual_layers))
                    if value is not None},
                 state_lift=schedule.uses_transition)
     if schedule.uses_transition and schedule.transition_weight(1.0) == 0:

@@ -111,7 +111,8 @@ class _FusedStep:
         config = model.config
         if not self.supports(model):
             raise ValueError(f"The fused step covers {self.covers}, not {config.num_hidden_layers} "
-                             f"layer(s) of {config.cell_type!r}.")
+                             f"layer(s) of {config.cell_type!r} with readout_hidden_size="
+                             f"{config.readout_hidden_size}.")
         if not isinstance(model.readout, torch.nn.Linear) or model.readout.weight.device.type != "cpu":
             raise ValueError("Build the fused step from the fp32 model on CPU (before quantize_int8).")
         self.lib = load_library()
@@ -137,10 +138,11 @@ class Int8GRUStep(_FusedStep):
 
     @staticmethod
     def supports(model: TF2RNNModel) -> bool:
-        """Whether the fused step covers this student (a one-layer GRU)."""
-        return model.config.cell_type == "gru" and model.config.num_hidden_layers == 1
+        """Whether the fused step covers this student (a one-layer GRU with a linear readout)."""
+        config = model.config
+        return config.cell_type == "gru" and config.num_hidden_layers == 1 and config.readout_hidden_size is None
 
-    covers = "one-layer GRU students"
+    covers = "one-layer GRU students with a linear readout"
 
     def __init__(self, model: TF2RNNModel):
         super().__init__(model)
@@ -185,10 +187,10 @@ class Int8TOVAStep(_FusedStep):
 
     @staticmethod
     def supports(model: TF2RNNModel) -> bool:
-        """Whether the fused step covers this student (any `tova_attention` student)."""
-        return model.config.cell_type == "tova_attention"
+        """Whether the fused step covers this student (a `tova_attention` student with a linear readout)."""
+        return model.config.cell_type == "tova_attention" and model.config.readout_hidden_size is None
 
-    covers = "tova_attention students"
+    covers = "tova_attention students with a linear readout"
 
     def __init__(self, model: TF2RNNModel):
         super().__init__(model)

@@ -69,12 +69,22 @@ class TF2RNNCell(nn.Module):
 
 class GRUCell(TF2RNNCell):
     """Stacked GRU layers (the seed's student). Sequences run through `torch.nn.GRU` (fused kernels);
-    one layer per module so per-layer outputs are available; a step is the same module on one step."""
+    one layer per module so per-layer outputs are available; a step is the same module on one step.
+    With `config.residual_layers`, layers after the first are pre-norm residual blocks."""
 
     def __init__(self, config: TF2RNNConfig):
         super().__init__(config)
         sizes = [config.embedding_size] + [config.hidden_size] * config.num_hidden_layers
         self.layers = nn.ModuleList(self._make_layer(i, o) for i, o in zip(sizes[:-1], sizes[1:]))
+        self.norms = nn.ModuleList(nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+                                   for _ in range(config.num_hidden_layers - 1)) if config.residual_layers else None
+
+    def _block(self, i: int, x: torch.Tensor, run) -> Tuple[torch.Tensor, torch.Tensor]:
+        """Layer i on x (its output and final hidden state); `run(layer, input)` runs the GRU itself."""
+        if self.norms is None or i == 0:
+            return run(self.layers[i], x)
+        y, h_n = run(self.layers[i], self.norms[i - 1](x))
+        return x + y, h_n
 
     def _make_layer(self, input_size: int, hidden_size: int) -> nn.Module:
         return nn.GRU(input_size, hidden_size, batch_first=True)
@@ -95,8 +105,9 @@ class GRUCell(TF2RNNCell):
         (h,) = state
         full = bool((lengths == inputs.shape[1]).all())
         outputs, finals, x = [], [], inputs
-        for i, layer in enumerate(self.layers):
-            x, h_n = self._run(layer, x, h[:, i].unsqueeze(0).contiguous(), lengths, full)
+        for i in range(len(self.layers)):
+            x, h_n = self._block(i, x, lambda layer, v: self._run(layer, v, h[:, i].unsqueeze(0).contiguous(),
+                                                                 lengths, full))
             outputs.append(x)
             finals.append(h_n[0])
         new_h = torch.stack(finals, dim=1)
@@ -109,8 +120,8 @@ class GRUCell(TF2RNNCell):
             x, h_n = self.layers[0](inputs[:, None], h.transpose(0, 1))
             return x[:, 0], (h_n.transpose(0, 1),)
         x, finals = inputs[:, None], []
-        for i, layer in enumerate(self.layers):
-            x, h_n = layer(x, h[:, i].unsqueeze(0).contiguous())
+        for i in range(len(self.layers)):
+            x, h_n = self._block(i, x, lambda layer, v: layer(v, h[:, i].unsqueeze(0).contiguous()))
             finals.append(h_n[0])
         return x[:, 0], (torch.stack(finals, dim=1),)
 

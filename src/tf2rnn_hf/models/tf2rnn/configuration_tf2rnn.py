@@ -25,6 +25,11 @@ class TF2RNNConfig(PretrainedConfig):
             Width of each recurrent layer's state (for attention-like cells: the model width).
         num_hidden_layers (`int`, defaults to 1):
             Number of stacked recurrent layers.
+        residual_layers (`bool`, defaults to `False`):
+            `gru` only: each layer after the first reads a LayerNorm of its input and adds its output to that
+            input (pre-norm residual blocks, as in transformers), so a deeper stack trains like a shallow one.
+        readout_hidden_size (`int`, *optional*):
+            Width of a two-layer MLP readout (Linear -> GELU -> Linear); `None`: one linear map.
         cell_type (`str`, defaults to `"gru"`):
             One of `"gru"`, `"lstm"`, `"linear_attention"`, `"rem"`, `"multistate"`, `"tova_attention"` (the
             teacher's own layers made causal over a TOVA-bounded cache; built with
@@ -91,6 +96,8 @@ class TF2RNNConfig(PretrainedConfig):
         embedding_size: Optional[int] = None,
         hidden_size: int = 768,
         num_hidden_layers: int = 1,
+        residual_layers: bool = False,
+        readout_hidden_size: Optional[int] = None,
         cell_type: str = "gru",
         output_size: int = 384,
         teacher_hidden_size: Optional[int] = None,
@@ -116,6 +123,8 @@ class TF2RNNConfig(PretrainedConfig):
         self.embedding_size = embedding_size if embedding_size is not None else output_size
         self.hidden_size = hidden_size
         self.num_hidden_layers = num_hidden_layers
+        self.residual_layers = residual_layers
+        self.readout_hidden_size = readout_hidden_size
         self.cell_type = cell_type
         self.output_size = output_size
         self.teacher_hidden_size = teacher_hidden_size
@@ -147,6 +156,11 @@ class TF2RNNConfig(PretrainedConfig):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
+        width = self.readout_hidden_size
+        if width is not None and (not isinstance(width, int) or isinstance(width, bool) or width <= 0):
+            raise ValueError(f"readout_hidden_size must be a positive integer or None, got {width!r}.")
+        if self.residual_layers and self.cell_type != "gru":
+            raise ValueError(f"residual_layers stacks gru layers; cell_type {self.cell_type!r} has its own blocks.")
         if self.teacher_hidden_size is not None and self.teacher_hidden_size != self.output_size:
             raise ValueError(
                 f"output_size ({self.output_size}) differs from the teacher's embedding size "

@@ -177,7 +177,9 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         self.embeddings = nn.Embedding(config.vocab_size, config.embedding_size)
         self.dropout = nn.Dropout(config.dropout)
         self.cell = build_cell(config)
-        self.readout = nn.Linear(config.hidden_size, config.output_size)
+        self.readout = (nn.Linear(config.hidden_size, config.output_size) if config.readout_hidden_size is None
+                        else nn.Sequential(nn.Linear(config.hidden_size, config.readout_hidden_size), nn.GELU(),
+                                           nn.Linear(config.readout_hidden_size, config.output_size)))
         # A faster implementation of `step` for one row (the int8 kernel that
         # `tf2rnn_hf.inference.quantization.quantize_int8` attaches); None: the PyTorch reference.
         self.step_kernel: Optional[Callable[[torch.Tensor, TF2RNNState], Tuple[torch.Tensor, TF2RNNState]]] = None
