@@ -79,9 +79,11 @@ def transfer_peer_table() -> str:
     """Students, the teacher, one token late and the real Model2Vec side by side on what transfers: STS-B
     (whole and half sentences), neighbour agreement@10 on held-out sentences and on keystroke prefixes, and
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
-    `make distill` student; release.json), the peer from benchmarks/peers/model2vec.sh."""
+    `make distill` student; quick-wordnet-eval.json: the one it trained before drawing across sources;
+    release.json), the peer from benchmarks/peers/model2vec.sh."""
     peer = load("peer-model2vec")
     students = {name: load(file) for name, file in (("student (make distill)", "quick-eval"),
+                                                    ("student (make distill, WordNet head)", "quick-wordnet-eval"),
                                                     ("student (tf2rnn-minilm)", "release"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
@@ -117,7 +119,7 @@ def transfer_peer_table() -> str:
 
 
 # (row, evaluation file, training file, whether it trained on the `make distill` texts: WordNet glosses only)
-STUDENTS = (("GRU-768 (make distill)", "quick-eval", None, True),
+STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordnet-eval", None, True),
             ("inherited, 6 layers, untrained", "student-tova-l6-stage0-eval", None, True),
             ("inherited, 6 layers", "student-tova-l6-eval", "student-tova-l6", True),
             ("inherited, 3 layers", "student-tova-l3-eval", "student-tova-l3", True),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Student v2 (issue 19): the teacher's own layers made causal over a TOVA-bounded cache (cell
 # tova_attention), at the quick preset's data and time (the 12,000 texts of `make distill`, 7 minutes on
-# 2 cores), so every row compares with the GRU of `make distill` (quick-eval.json).
+# 2 cores), so every row compares with the GRU that `make distill` trained then (quick-wordnet-eval.json).
 #   stage 0: the copied teacher with causal attention, no training (what inheriting alone buys);
 #   stage 2: end to end on the prefix trajectories (free-running cosine), 6, 3 and 2 of the teacher's layers.
 # Stage 1 (layer alignment) has nothing to align here: the mixer is the teacher's own softmax attention,
@@ -15,6 +15,11 @@ OUT=benchmarks/quality/results
 SUITES=fidelity,keystroke,sts-b,bible,wordnet,lee,wordsim
 SLOTS=${SLOTS:-128}
 mkdir -p "$OUT"
+# The quick preset as these rows ran it, before it drew its texts across sources: the corpus's first 12,000
+# rows (all WordNet glosses), which the GRU-768 row (quick-wordnet-eval.json) trained on too.
+QUICK_HEAD=(--max_train_texts 12000 --max_eval_texts 1000 --train_minutes 7 --hidden_size 768
+            --per_device_train_batch_size 64 --learning_rate 2e-3 --warmup_steps 0.03 --transition_until 0.3
+            --anneal 0.2 --save_strategy no --logging_steps 50 --report_to none)
 
 evaluate() {  # NAME: score outputs/student-NAME on every suite
   local name=$1
@@ -28,7 +33,7 @@ evaluate() {  # NAME: score outputs/student-NAME on every suite
 train() {  # NAME -- distill args
   local name=$1; shift
   if [ ! -f "$OUT/student-$name.json" ]; then
-    $PY examples/distill.py --preset quick --cell_type tova_attention --hidden_size 384 --num_slots "$SLOTS" \
+    $PY examples/distill.py "${QUICK_HEAD[@]}" --cell_type tova_attention --hidden_size 384 --num_slots "$SLOTS" \
       --learning_rate 1e-4 --transition_until 0 --anneal 0 --disable_tqdm true --output_dir "outputs/student-$name" \
       "$@" > "$OUT/student-$name.log" 2>&1
     cp "outputs/student-$name/results.json" "$OUT/student-$name.json"
@@ -60,11 +65,11 @@ train tova-l6-sampled-45 --max_train_texts 30000 --train_sample_seed 0 --train_m
 # Depth and readout of the GRU at equal bytes per keystroke (issue 19, item 1): the quick preset (the
 # `make distill` recipe: 12,000 texts, 7 minutes, transition then free-running) with 2 or 3 pre-norm
 # residual GRU layers, or one narrower layer with an MLP readout, each reading about the 2.95M int8
-# weights of GRU-768 (quick-eval.json) per keystroke.
+# weights of GRU-768 (quick-wordnet-eval.json) per keystroke.
 gru() {  # NAME -- distill args
   local name=$1; shift
   if [ ! -f "$OUT/student-$name.json" ]; then
-    $PY examples/distill.py --preset quick --disable_tqdm true --output_dir "outputs/student-$name" "$@" \
+    $PY examples/distill.py "${QUICK_HEAD[@]}" --disable_tqdm true --output_dir "outputs/student-$name" "$@" \
       > "$OUT/student-$name.log" 2>&1
     cp "outputs/student-$name/results.json" "$OUT/student-$name.json"
     echo "done student-$name"
