@@ -128,6 +128,8 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
              "student-tova-l6-sampled", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",
              "student-tova-l6-sampled-45", False),
+            ("inherited, 3 layers, the same 30,000 texts, 20 min", "student-tova-l3-sampled-eval",
+             "student-tova-l3-sampled", False),
             ("GRU 2x480, residual", "student-gru-l2-residual-eval", "student-gru-l2-residual", True),
             ("GRU 3x384, residual", "student-gru-l3-residual-eval", "student-gru-l3-residual", True),
             ("GRU-640, MLP readout", "student-gru-mlp-readout-eval", "student-gru-mlp-readout", True))

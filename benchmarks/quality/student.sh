@@ -62,6 +62,8 @@ train tova-l2 --num_hidden_layers 2
 train tova-l6-sampled --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20
 # The time axis: the same 30,000 texts, 45 minutes (2.25x the time of the row above).
 train tova-l6-sampled-45 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 45
+# The faster inherited student at the scale row's texts and time: 3 layers, 30,000 texts, 20 minutes.
+train tova-l3-sampled --num_hidden_layers 3 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20
 # Depth and readout of the GRU at equal bytes per keystroke (issue 19, item 1): the quick preset (the
 # `make distill` recipe: 12,000 texts, 7 minutes, transition then free-running) with 2 or 3 pre-norm
 # residual GRU layers, or one narrower layer with an MLP readout, each reading about the 2.95M int8
