@@ -18,15 +18,19 @@ HELD=outputs/transfer-heldout
 mkdir -p "$OUT" "$HELD"
 SOURCES=${SOURCES:-"wordnet-base fortunes dict-gcide dict-foldoc dict-jargon"}
 DRAW=(--preset quick --max_train_texts 12000 --train_sample_seed 0 --disable_tqdm true)
+with_distill() {  # EVAL DISTILL RESULT: an evaluation's results, with the training run's own under "distill"
+  $PY - "$@" <<'PY'
+import json, sys
+evaluation, distill, result = sys.argv[1:]
+r = json.load(open(evaluation))
+r["distill"] = json.load(open(distill))
+json.dump(r, open(result, "w"), indent=1)
+PY
+}
 if [ ! -f "$OUT/transfer-all.json" ]; then
   $PY examples/distill.py "${DRAW[@]}" --output_dir outputs/transfer-all
   $PY -m tf2rnn_hf.cli evaluate outputs/transfer-all --suites fidelity,sts-b --output outputs/transfer-all/eval
-  $PY - outputs/transfer-all "$OUT/transfer-all.json" <<'PY'
-import json, sys
-r = json.load(open(f"{sys.argv[1]}/eval/results.json"))
-r["distill"] = json.load(open(f"{sys.argv[1]}/results.json"))
-json.dump(r, open(sys.argv[2], "w"), indent=1)
-PY
+  with_distill outputs/transfer-all/eval/results.json outputs/transfer-all/results.json "$OUT/transfer-all.json"
 fi
 for source in $SOURCES; do
   [ -f "$OUT/transfer-left-out-$source.json" ] && { echo "skip $source (done)"; continue; }
@@ -44,12 +48,7 @@ PY
   $PY examples/distill.py "${DRAW[@]}" --exclude_sources "$source" --output_dir "outputs/transfer-without-$source"
   $PY -m tf2rnn_hf.cli evaluate "outputs/transfer-without-$source" --texts "$HELD/$source.jsonl" \
     --output "outputs/transfer-without-$source/eval-$source"
-  $PY - "outputs/transfer-without-$source" "$source" "$OUT/transfer-left-out-$source.json" <<'PY'
-import json, sys
-out, source, result = sys.argv[1:]
-r = json.load(open(f"{out}/eval-{source}/results.json"))
-r["distill"] = json.load(open(f"{out}/results.json"))
-json.dump(r, open(result, "w"), indent=1)
-PY
+  with_distill "outputs/transfer-without-$source/eval-$source/results.json" \
+    "outputs/transfer-without-$source/results.json" "$OUT/transfer-left-out-$source.json"
   echo "done $source"
 done
