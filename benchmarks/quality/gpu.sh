@@ -1,18 +1,48 @@
 #!/usr/bin/env bash
-# The scale point on one GPU (results/gpu-h100-*.json): 300k sentences' trajectories on the GPU teacher,
-# then 5 minutes of training at batch 256 with 8 loader workers (the collator, not the GPU, bounds a step).
-#   HIDDEN (default 768)  TEXTS (300000)  MINUTES (5)  OUT (outputs/gpu-gru$HIDDEN)  NAME (results file name,
-#   default gpu-gru$HIDDEN; the kept runs are gpu-h100-gru768 and gpu-h100-gru1024)  EXTRA: more distill options
-# On the lent H100 the teacher and text travelled as files (--teacher FOLDER --corpus FILE.jsonl
-# --eval_corpus FILE.jsonl: the same model, fp16-stored, and the same offline corpus splits).
+# The scale point on one GPU (results/gpu-h100-*.json): the trajectories of TEXTS sentences on the GPU
+# teacher, then MINUTES of training with 8 loader workers (the collator, not the GPU, bounds a GRU step).
+#   CELL=gru (default): GRU-$HIDDEN at batch 256, lr 3e-3 (the kept runs: gpu-h100-gru768, gpu-h100-gru1024).
+#   CELL=inherited: the teacher's own layers made causal (tova_attention, issue 19's student v2), texts drawn
+#     across sources, batch 64 and lr 1e-4 as its CPU rows, 128 slots.
+#   HIDDEN (768)  TEXTS (300000)  MINUTES (5)  OUT (outputs/gpu-$CELL...)  NAME (results file name)
+#   EXTRA: more distill options (later options win)  PACK: a folder to put the student in for the trip back
+# A lent machine reaches no network: build `.carry` here first (`bash benchmarks/quality/gpu_carry.sh`), name
+# it in the device run's carry, and this script takes the teacher, corpus and wheels from it. The trip back
+# holds at most 8 files of 16 MiB: PACK gets the student as gpu_pack.py packs it (fp16, in 15 MiB parts), and
+# here `python benchmarks/quality/gpu_pack.py unpack PACKED DIR` makes it a whole folder for `tf2rnn evaluate`.
+# A lent machine runs 10 minutes a command and 30 a session,
+# and a process started with setsid outlives its command, so: one run starting it in the background
+#   setsid nohup env CELL=inherited TEXTS=460000 MINUTES=15 PACK=/tmp/pack bash benchmarks/quality/gpu.sh \
+#     > /tmp/gpu.log 2>&1 < /dev/null & sleep 570; tail -5 /tmp/gpu.log
+# (carry: .carry), then `sleep 570; tail -5 /tmp/gpu.log` runs until it has packed, then `cp /tmp/pack/* $OUT/`.
+# (The offline corpus holds ~462,000 training sentences; `--max_train_texts` beyond that takes them all.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-PY=${PY:-python}
+PY=${PY:-python3}
+CELL=${CELL:-gru}
 HIDDEN=${HIDDEN:-768}
-OUT=${OUT:-outputs/gpu-gru$HIDDEN}
-$PY examples/distill.py --max_train_texts "${TEXTS:-300000}" --max_eval_texts 1000 --token_budget 65536 \
-  --hidden_size "$HIDDEN" --per_device_train_batch_size 256 --learning_rate 3e-3 --warmup_steps 0.03 \
-  --transition_until 0.3 --anneal 0.2 --train_minutes "${MINUTES:-5}" --dataloader_num_workers 8 \
+if [ -d .carry ]; then
+  if ! $PY -c "import datasets, evaluate" 2>/dev/null; then  # the device image lacks them
+    $PY -m pip install -q --no-index --no-deps --no-compile --target /tmp/tf2rnn-site .carry/wheels/*.whl
+    export PYTHONPATH="/tmp/tf2rnn-site${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+  $PY -c "import tf2rnn_hf" 2>/dev/null || export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+  DATA=(--teacher .carry/teacher --corpus .carry/train.jsonl.gz --eval_corpus .carry/heldout.jsonl.gz)
+else
+  DATA=()
+fi
+case "$CELL" in
+  gru) OUT=${OUT:-outputs/gpu-gru$HIDDEN}; NAME=${NAME:-gpu-gru$HIDDEN}
+       MODEL=(--hidden_size "$HIDDEN" --per_device_train_batch_size 256 --learning_rate 3e-3 --transition_until 0.3
+              --anneal 0.2) ;;
+  inherited) OUT=${OUT:-outputs/gpu-inherited}; NAME=${NAME:-gpu-inherited}
+       MODEL=(--cell_type tova_attention --num_slots 128 --per_device_train_batch_size 64 --learning_rate 1e-4
+              --transition_until 0 --anneal 0 --train_sample_seed 0) ;;
+  *) echo "CELL must be gru or inherited, not $CELL" >&2; exit 2 ;;
+esac
+$PY examples/distill.py "${DATA[@]}" --max_train_texts "${TEXTS:-300000}" --max_eval_texts 1000 --token_budget 65536 \
+  "${MODEL[@]}" --warmup_steps 0.03 --train_minutes "${MINUTES:-5}" --dataloader_num_workers 8 \
   --report_to none --logging_steps 200 --save_strategy no --disable_tqdm true --output_dir "$OUT" ${EXTRA:-}
 mkdir -p benchmarks/quality/results
-cp "$OUT/results.json" "benchmarks/quality/results/${NAME:-gpu-gru$HIDDEN}.json"
+cp "$OUT/results.json" "benchmarks/quality/results/$NAME.json"
+[ -z "${PACK:-}" ] || $PY benchmarks/quality/gpu_pack.py pack "$OUT" "$PACK"

@@ -21,6 +21,10 @@ def test_local_files_of_each_kind(tmp_path):
     assert corpus.load_texts(str(tmp_path / "c.csv"), limit=1)["text"] == ["hello there"]
     with pytest.raises(ValueError, match="has no column 'body'"):
         corpus.load_texts(str(tmp_path / "c.csv"), text_column="body")
+    with gzip.open(tmp_path / "d.jsonl.gz", "wt") as f:  # how a corpus travels to a machine without the Debian archive
+        f.writelines(json.dumps({"text": t, "source": s}) + "\n" for t, s in [("a b", "x"), ("c d", "y")])
+    ds = corpus.load_texts(str(tmp_path / "d.jsonl.gz"), only_sources=["y"])
+    assert ds["text"] == ["c d"] and ds["source"] == ["y"]
 
 
 def test_bad_files_are_named(tmp_path):

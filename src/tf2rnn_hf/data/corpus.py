@@ -69,13 +69,14 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     """Texts from `source` as a Dataset with a `text` column.
 
     `source` is `"offline"` (the built-in recipe; `split` is `train` or `heldout`), a local `.txt`
-    (one text per line), `.jsonl`/`.json` or `.csv` file or a folder of them, or a Hub dataset id.
+    (one text per line), `.jsonl`/`.json` or `.csv` file (or one of them gzip-, bz2-, xz- or
+    zstd-compressed) or a folder of them, or a Hub dataset id.
     Empty and whitespace-only texts are dropped (and counted in the log). `only_sources` / `exclude_sources`
     keep or drop rows by their `source` column (the offline corpus records each sentence's package).
     With `shuffle_seed`, `limit` takes a stable random sample instead of the first rows (the offline
     corpus's splits run source by source, so its first rows all come from one source).
     """
-    looks_local = source.endswith((".txt", ".jsonl", ".json", ".csv")) or source.startswith((".", "/", "~"))
+    looks_local = (_kind_suffix(Path(source)) in _KINDS or source.startswith((".", "/", "~")))
     if source == OFFLINE:
         ds = build_offline_corpus(cache_dir=cache_dir)[split]
     elif Path(source).exists():
@@ -109,16 +110,26 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     return ds
 
 
+_KINDS = {".txt": "text", ".jsonl": "json", ".json": "json", ".csv": "csv"}
+_COMPRESSED = (".gz", ".bz2", ".xz", ".zst")  # datasets decompresses these itself
+
+
+def _kind_suffix(path: Path) -> str:
+    """The suffix that names a file's kind: `.jsonl` for both `a.jsonl` and `a.jsonl.gz`."""
+    suffix = path.suffix.lower()
+    return Path(path.stem).suffix.lower() if suffix in _COMPRESSED else suffix
+
+
 def _load_local(path: Path, text_column: str) -> datasets.Dataset:
     files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    kinds = {".txt": "text", ".jsonl": "json", ".json": "json", ".csv": "csv"}
     by_kind: Dict[str, List[str]] = {}
     for f in files:
-        kind = kinds.get(f.suffix.lower())
+        kind = _KINDS.get(_kind_suffix(f))
         if kind is None:
             if path.is_dir():
                 continue
-            raise ValueError(f"Cannot read {f}: expected a .txt, .jsonl, .json or .csv file.")
+            raise ValueError(f"Cannot read {f}: expected a .txt, .jsonl, .json or .csv file "
+                             f"(optionally compressed: {', '.join(_COMPRESSED)}).")
         try:
             with open(f, "rb") as handle:
                 handle.read(1)
