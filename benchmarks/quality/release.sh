@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The release recipes, each as one job on 2 CPU cores: corpus and teacher trajectories split over two
 # processes (one core each), TRAIN_MINUTES of training, then the full evaluation suite and the model card
-# (with the cell comparison). Pass a fresh --cache_dir in EXTRA to time it from nothing.
+# (with the cell comparison). Pass a fresh --cache_dir in EXTRA to time it from nothing. Then
+# `bash benchmarks/quality/transfer.sh` scores tf2rnn-minilm on each source's held-out sentences (FOLDOC and
+# Jargon are sources it never trained on) and adds that table to its card.
 #   tf2rnn-minilm (the default NAME): 200,000 sentences, every prefix; DDP training on two processes.
 #   tf2rnn-minilm-long: half the sentences joined into 100+-token passages (a target every 4th prefix), so
 #     the state holds past sentence length (results/passages-*.json); training in ONE process with both

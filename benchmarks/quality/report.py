@@ -3,6 +3,7 @@
 
     python benchmarks/quality/report.py > docs/results.md
     python benchmarks/quality/report.py --cells > cells.md   # the comparison alone, for the model card
+    python benchmarks/quality/report.py --cells --peers --transfer  # with Model2Vec and transfer (released card)
 """
 
 import json
@@ -211,14 +212,24 @@ def transfer_table() -> str:
                         "left out: NA@10": left["student"]["neighbour_agreement@10"],
                         "NA@10 lost": gap, "within 0.05": "met" if gap <= 0.05 else "missed",
                         "one token late: NA@10": left["one token late"]["neighbour_agreement@10"]}
+        released = load(f"transfer-released-{source}")
+        if released:  # release.sh's student: the corpus's first 200,000 rows, which hold some sources only
+            by_source = released["distill"].get("train_texts_by_source")
+            rows[source]["released: NA@10"] = released["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
+            rows[source]["released trained on it"] = ("unknown" if by_source is None else
+                                                      f"yes ({by_source[source]:,} texts)" if source in by_source
+                                                      else "no")
     return format_table(rows, "Leave one source out (transfer.sh): the quick preset on 12,000 texts drawn across "
                               "sources, with and without one source, scored on that source's held-out "
-                              "sentences") if rows else ""
+                              "sentences; and the released student on the same sentences") if rows else ""
 
 
 def main():
-    if "--cells" in sys.argv[1:]:
-        print(cell_comparison())
+    flags = sys.argv[1:]
+    sections = (("--cells", cell_comparison), ("--peers", transfer_peer_table), ("--transfer", transfer_table))
+    if any(flag in flags for flag, _ in sections):  # a model card's extra sections
+        tables = [make() for flag, make in sections if flag in flags]
+        print("\n\n".join(t for t in tables if t))
         return
     out = []
     rows = {}

@@ -7,9 +7,13 @@
 #   results/transfer-all.json                 the all-sources student: fidelity (pooled, by source), STS-B
 #   results/transfer-trained-on-<source>.json the all-sources student on <source>'s held-out sentences
 #   results/transfer-left-out-<source>.json   the student that never saw <source>, on the same sentences
+#   results/transfer-released-<source>.json   the released student (release.sh's outputs/tf2rnn-minilm, when it
+#                                             is here), on the same sentences: it trained on the corpus's first
+#                                             200,000 rows (WordNet, GCIDE, fortunes), so FOLDOC and Jargon are
+#                                             sources it never saw
 # Table: `python benchmarks/quality/report.py` ("Transfer"). About 10 minutes a source on 2 CPU cores once the
 # draw's trajectories are cached (the inherited 30,000-text run of student.sh caches them).
-#   SOURCES (default: the five packages of the offline corpus)  PY (.venv/bin/python)
+#   SOURCES (default: the five packages of the offline corpus)  RELEASED (outputs/tf2rnn-minilm)  PY (.venv/bin/python)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
@@ -17,6 +21,7 @@ OUT=benchmarks/quality/results
 HELD=outputs/transfer-heldout
 mkdir -p "$OUT" "$HELD"
 SOURCES=${SOURCES:-"wordnet-base fortunes dict-gcide dict-foldoc dict-jargon"}
+RELEASED=${RELEASED:-outputs/tf2rnn-minilm}
 DRAW=(--preset quick --max_train_texts 12000 --train_sample_seed 0 --disable_tqdm true)
 with_distill() {  # EVAL DISTILL RESULT: an evaluation's results, with the training run's own under "distill"
   $PY - "$@" <<'PY'
@@ -33,15 +38,19 @@ if [ ! -f "$OUT/transfer-all.json" ]; then
   with_distill outputs/transfer-all/eval/results.json outputs/transfer-all/results.json "$OUT/transfer-all.json"
 fi
 for source in $SOURCES; do
-  [ -f "$OUT/transfer-left-out-$source.json" ] && { echo "skip $source (done)"; continue; }
-  # The source's held-out sentences, as the offline corpus splits them (never trained on by either student).
-  $PY - "$source" "$HELD/$source.jsonl" <<'PY'
+  # The source's held-out sentences, as the offline corpus splits them (never trained on by any student here).
+  [ -f "$HELD/$source.jsonl" ] || $PY - "$source" "$HELD/$source.jsonl" <<'PY'
 import json, sys
 from tf2rnn_hf.data.corpus import load_texts
 rows = load_texts("offline", "heldout", limit=1000, only_sources=[sys.argv[1]])
 with open(sys.argv[2], "w") as f:
     f.writelines(json.dumps({"text": t}) + "\n" for t in rows["text"])
 PY
+  if [ -f "$RELEASED/results.json" ] && [ ! "$OUT/transfer-released-$source.json" -nt "$RELEASED/results.json" ]; then
+    $PY -m tf2rnn_hf.cli evaluate "$RELEASED" --texts "$HELD/$source.jsonl" --output "$RELEASED/eval-$source"
+    with_distill "$RELEASED/eval-$source/results.json" "$RELEASED/results.json" "$OUT/transfer-released-$source.json"
+  fi
+  [ -f "$OUT/transfer-left-out-$source.json" ] && { echo "skip $source (done)"; continue; }
   $PY -m tf2rnn_hf.cli evaluate outputs/transfer-all --texts "$HELD/$source.jsonl" \
     --output "outputs/transfer-all/eval-$source"
   cp "outputs/transfer-all/eval-$source/results.json" "$OUT/transfer-trained-on-$source.json"
@@ -52,3 +61,11 @@ PY
     "outputs/transfer-without-$source/results.json" "$OUT/transfer-left-out-$source.json"
   echo "done $source"
 done
+# The released student's card gets the table, beside the teacher and Model2Vec (and the cell comparison
+# release.sh gave it).
+if ls "$OUT"/transfer-released-*.json > /dev/null 2>&1 && [ -f "$RELEASED/eval/results.json" ]; then
+  $PY benchmarks/quality/report.py --cells --peers --transfer > "$RELEASED/card-extra.md"
+  name=$(basename "$RELEASED")
+  $PY -m tf2rnn_hf.cli card "$RELEASED" "tf2rnn/$name" --extra "$RELEASED/card-extra.md"
+  mkdir -p "model_cards/$name" && cp "$RELEASED/README.md" "model_cards/$name/README.md"
+fi
