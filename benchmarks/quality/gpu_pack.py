@@ -14,14 +14,13 @@ the built-in teacher again.
 import argparse
 import hashlib
 import shutil
-import tempfile
 from pathlib import Path
 from typing import List, Union
 
 import torch
-from safetensors.torch import save
+from safetensors.torch import load, save
 
-from tf2rnn_hf import TF2RNNModel
+from tf2rnn_hf import TF2RNNConfig, TF2RNNModel
 from tf2rnn_hf.data.teacher import BUILT_IN_ID, Teacher, teacher_name_of
 from tf2rnn_hf.hub import save_student
 
@@ -52,10 +51,8 @@ def unpack(packed: Union[str, Path], student: Union[str, Path]) -> TF2RNNModel:
     if not parts or not digest.is_file() or hashlib.sha256(blob).hexdigest() != digest.read_text().strip():
         raise ValueError(f"{packed}: the weight parts are missing or do not match their sha256 (an incomplete "
                          f"trip back?); found {[p.name for p in parts]}.")
-    with tempfile.TemporaryDirectory() as tmp:
-        shutil.copy(src / "config.json", tmp)
-        Path(tmp, "model.safetensors").write_bytes(blob)
-        model = TF2RNNModel.from_pretrained(tmp, dtype=torch.float32)
+    model = TF2RNNModel(TF2RNNConfig.from_json_file(src / "config.json"))
+    model.load_state_dict({k: v.float() for k, v in load(blob).items()})  # strict: every weight, nothing else
     if str(model.config.teacher_name_or_path).rstrip("/").endswith(".carry/teacher"):
         model.config.teacher_name_or_path = BUILT_IN_ID  # gpu_carry.sh's fp16-stored copy of the built-in teacher
     save_student(model, Teacher(teacher_name_of(model.config.teacher_name_or_path)).tokenizer, student)

@@ -76,7 +76,7 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     With `shuffle_seed`, `limit` takes a stable random sample instead of the first rows (the offline
     corpus's splits run source by source, so its first rows all come from one source).
     """
-    looks_local = (_kind_suffix(Path(source)) in _KINDS or source.startswith((".", "/", "~")))
+    looks_local = _kind_suffix(Path(source)) in _KINDS or source.startswith((".", "/", "~"))
     if source == OFFLINE:
         ds = build_offline_corpus(cache_dir=cache_dir)[split]
     elif Path(source).exists():
