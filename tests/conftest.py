@@ -26,7 +26,8 @@ from tf2rnn_hf import CELL_TYPES, TF2RNNConfig, TF2RNNModel  # noqa: E402
 
 # Variants the model's contract tests run beside every cell type: the residual GRU stack with an MLP readout.
 VARIANTS = {"gru-residual-mlp": dict(cell_type="gru", num_hidden_layers=3, residual_layers=True,
-                                     readout_hidden_size=20)}
+                                     readout_hidden_size=20),
+            "tova-bidirectional": dict(cell_type="tova_attention", bidirectional_pooling=True)}
 
 
 def tiny_config(cell_type: str = "gru", **overrides) -> TF2RNNConfig:
@@ -34,7 +35,7 @@ def tiny_config(cell_type: str = "gru", **overrides) -> TF2RNNConfig:
     kwargs = dict(vocab_size=50, hidden_size=24, num_hidden_layers=2, cell_type=cell_type, output_size=16,
                   num_attention_heads=4, rem_real_heads=1, rem_cyclic_heads=1, num_slots=5, skip_token_ids=[0, 1])
     kwargs.update(VARIANTS.get(cell_type, {}))
-    if cell_type == "tova_attention":  # it reads the token table directly, at the cell's width
+    if kwargs["cell_type"] == "tova_attention":  # it reads the token table directly, at the cell's width
         kwargs.update(embedding_size=kwargs["hidden_size"], residual_token_mean=False)
     kwargs.update(overrides)
     return TF2RNNConfig(**kwargs)
@@ -42,7 +43,11 @@ def tiny_config(cell_type: str = "gru", **overrides) -> TF2RNNConfig:
 
 def tiny_model(cell_type: str, seed: int = 0, **overrides) -> TF2RNNModel:
     torch.manual_seed(seed)
-    return TF2RNNModel(tiny_config(cell_type, **overrides)).eval()
+    model = TF2RNNModel(tiny_config(cell_type, **overrides)).eval()
+    if model.config.bidirectional_pooling:  # its output map starts at zero; make the term count in every test
+        with torch.no_grad():
+            model.cell.pooling.out_weight.normal_(0, 0.3)
+    return model
 
 
 @pytest.fixture(params=[*CELL_TYPES, *VARIANTS])

@@ -64,6 +64,9 @@ train tova-l6-sampled --max_train_texts 30000 --train_sample_seed 0 --train_minu
 train tova-l6-sampled-45 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 45
 # The faster inherited student at the scale row's texts and time: 3 layers, 30,000 texts, 20 minutes.
 train tova-l3-sampled --num_hidden_layers 3 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20
+# What a causal student cannot see, as an O(1) term: the six-layer row with bidirectional pooling (the mean of
+# a bidirectional linear attention of every token to every token, kept as running sums; starts at zero).
+train tova-l6-bidi --bidirectional_pooling true
 # Depth and readout of the GRU at equal bytes per keystroke (issue 19, item 1): the quick preset (the
 # `make distill` recipe: 12,000 texts, 7 minutes, transition then free-running) with 2 or 3 pre-norm
 # residual GRU layers, or one narrower layer with an MLP readout, each reading about the 2.95M int8

@@ -66,12 +66,12 @@ def test_streams_take_the_fused_step_and_stay_exact_under_edits(teacher, monkeyp
     assert torch.dot(emb, scratch) >= 0.999  # fp32 from scratch vs the int8 stream after edits
 
 
-def _tova(hidden: int, residual: bool, slots: int = 6, seed: int = 0) -> TF2RNNModel:
+def _tova(hidden: int, residual: bool, slots: int = 6, seed: int = 0, **overrides) -> TF2RNNModel:
     torch.manual_seed(seed)
     config = TF2RNNConfig(vocab_size=300, embedding_size=hidden, output_size=48, hidden_size=hidden,
                           cell_type="tova_attention", num_hidden_layers=2, num_attention_heads=4,
                           intermediate_size=2 * hidden, num_slots=slots, max_position_embeddings=32,
-                          residual_token_mean=residual)
+                          residual_token_mean=residual, **overrides)
     if residual:
         config.output_size = hidden
     model = TF2RNNModel(config).eval()
@@ -154,3 +154,17 @@ def test_without_a_compiler_int8_falls_back_to_pytorch(tmp_path, monkeypatch):
         assert emb.shape == (1, 48)
     finally:
         load_library.cache_clear()
+
+
+@torch.no_grad()
+def test_bidirectional_pooling_is_not_silently_dropped_by_the_fused_step():
+    """The fused TOVA step has no bidirectional pooling term: such a student keeps PyTorch's int8 step."""
+    model = _tova(32, False, bidirectional_pooling=True)
+    assert len(model.init_state(1).cell_state) == len(_tova(32, False).init_state(1).cell_state) + 3
+    with pytest.raises(ValueError, match="no bidirectional pooling"):
+        Int8TOVAStep(model)
+    quantized = quantize_int8(model)
+    assert quantized.step_kernel is None
+    emb, _ = quantized.step(torch.tensor([5]), quantized.init_state(1))
+    reference, _ = model.step(torch.tensor([5]), model.init_state(1))
+    assert torch.nn.functional.cosine_similarity(emb, reference).item() >= 0.99

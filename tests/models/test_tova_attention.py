@@ -74,9 +74,10 @@ def test_teacher_layers_apply_only_to_inherited_cells(teacher):
         build_student(teacher, cell_type="gru", hidden_size=16, teacher_layers=[0])
 
 
+@pytest.mark.parametrize("pooling", [False, True])
 @pytest.mark.parametrize("steps", [4, 13])  # within the 5-slot cache: the parallel form; past it: TOVA steps
-def test_forward_equals_steps_with_and_without_eviction(steps):
-    model = tiny_model("tova_attention")
+def test_forward_equals_steps_with_and_without_eviction(steps, pooling):
+    model = tiny_model("tova_attention", bidirectional_pooling=pooling)
     ids = torch.randint(2, 50, (3, steps))
     mask = torch.ones_like(ids)
     mask[1, steps // 2:] = 0
@@ -110,3 +111,38 @@ def test_a_full_cache_drops_the_slot_the_query_weighs_least():
         assert torch.equal(after[0][0, kept], keys[0, kept])  # the others stay where they were
         assert not torch.equal(after[0][0, lowest], keys[0, lowest])  # the new step took the lowest's slot
         assert after[2].tolist() == [[1.0, 1.0, 1.0]]
+
+
+@pytest.mark.parametrize("steps", [4, 13])
+def test_bidirectional_pooling_is_the_mean_of_attention_both_ways(steps):
+    """The O(1) running sums give, after every step, what the O(n^2) definition gives over the whole prefix:
+    every token's unnormalised linear attention to every token (later ones too), mean-pooled and normalised."""
+    from tf2rnn_hf.models.tf2rnn.cells_tf2rnn import _phi
+
+    model = tiny_model("tova_attention", bidirectional_pooling=True)
+    cell, pooling = model.cell, model.cell.pooling
+    ids = torch.randint(2, 50, (1, steps))
+    with torch.no_grad():
+        outputs, _ = cell(model.embeddings(ids), model.init_state(1).cell_state, torch.tensor([steps]))
+        top, pooled = outputs[-2][0], outputs[-1][0]
+        heads, d = pooling.heads, pooling.head_dim
+        q, k = _phi(pooling.query(top).view(steps, heads, d)), _phi(pooling.key(top).view(steps, heads, d))
+        v = pooling.value(top).view(steps, heads, d)
+        sink = cell.sink_output
+        for t in range(steps):
+            weights = torch.einsum("ihd,jhd->hij", q[:t + 1], k[:t + 1])  # i attends to j, j > i included
+            mix = torch.einsum("hij,jhd->hd", weights, v[:t + 1]) / weights.sum((1, 2))[:, None]
+            mean = (sink + top[:t + 1].sum(0)) / (t + 2)
+            correction = F.linear(mix.reshape(-1), pooling.out_weight, pooling.out_bias)
+            assert (pooled[t] - mean - correction).abs().max() < 1e-5, t
+
+
+def test_bidirectional_pooling_starts_as_the_causal_teacher(teacher):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2,
+                                     bidirectional_pooling=True)
+    plain, _ = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2)
+    ids = torch.tensor([tokenizer("search as you type", add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        assert torch.equal(model.eval()(ids).last_hidden_state, plain.eval()(ids).last_hidden_state)
+    with pytest.raises(ValueError, match="bidirectional_pooling is a tova_attention option"):
+        build_student(teacher, cell_type="gru", hidden_size=16, bidirectional_pooling=True)

@@ -81,6 +81,8 @@ class ModelArguments:
         "help": "The student's step: 'token' (the teacher's WordPiece) or 'byte' (UTF-8 bytes, ByT5 tokenizer; "
                 "trains on character-level trajectories)."})
     num_slots: int = 32
+    bidirectional_pooling: bool = field(default=False, metadata={
+        "help": "tova_attention: add the O(1) bidirectional linear-attention term to the pooled mean."})
     num_attention_heads: Optional[int] = field(default=None, metadata={
         "help": "Heads of the attention-like cells (default 4; the teacher's for cells that inherit it)."})
     init_from: Optional[str] = field(default=None, metadata={"help": "Continue from a saved student."})
@@ -260,7 +262,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
                 **{key: value for key, value in (("residual_token_mean", model_args.residual_token_mean),
                                                  ("num_attention_heads", model_args.num_attention_heads),
                                                  ("readout_hidden_size", model_args.readout_hidden_size),
-                                                 ("residual_layers", model_args.residual_layers))
+                                                 ("residual_layers", model_args.residual_layers),
+                                                 ("bidirectional_pooling", model_args.bidirectional_pooling or None))
                    if value is not None},
                 state_lift=schedule.uses_transition)
     if schedule.uses_transition and schedule.transition_weight(1.0) == 0:

@@ -234,7 +234,8 @@ def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int])
     """Copy a BERT-shaped teacher into a `tova_attention` student: word and position embeddings, the token-type-0
     vector, the embedding norm, and for each chosen layer its Q/K/V/O, norms and feed-forward. The sinks take
     the teacher's [CLS] run alone through those layers (a causal model's first token never sees another), and the
-    readout starts at the identity, so before any training the student is the teacher with causal attention."""
+    readout starts at the identity, so before any training the student is the teacher with causal attention. A
+    bidirectional pooling term takes the top layer's Q/K/V (its output map starts at zero)."""
     bert, cell = teacher.model, model.cell
     emb = bert.embeddings
     model.get_input_embeddings().weight.copy_(emb.word_embeddings.weight)
@@ -256,6 +257,10 @@ def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int])
         x = layer.attention_norm(x + layer.out(layer.value(x)))  # attending to itself alone: its value
         x = layer.output_norm(x + layer.down(F.gelu(layer.up(x))))
     cell.sink_output.copy_(x[0])
+    if cell.pooling is not None:  # the bidirectional pooling reads the top layer as that layer's attention did
+        for mine, theirs in ((cell.pooling.query, cell.layers[-1].query), (cell.pooling.key, cell.layers[-1].key),
+                             (cell.pooling.value, cell.layers[-1].value)):
+            mine.load_state_dict(theirs.state_dict())
     model.readout.weight.copy_(torch.eye(model.readout.out_features, model.readout.in_features))
     model.readout.bias.zero_()
 

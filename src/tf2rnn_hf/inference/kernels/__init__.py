@@ -187,10 +187,13 @@ class Int8TOVAStep(_FusedStep):
 
     @staticmethod
     def supports(model: TF2RNNModel) -> bool:
-        """Whether the fused step covers this student (a `tova_attention` student with a linear readout)."""
-        return model.config.cell_type == "tova_attention" and model.config.readout_hidden_size is None
+        """Whether the fused step covers this student (a `tova_attention` student with a linear readout and
+        no bidirectional pooling)."""
+        config = model.config
+        return (config.cell_type == "tova_attention" and config.readout_hidden_size is None
+                and not config.bidirectional_pooling)
 
-    covers = "tova_attention students with a linear readout"
+    covers = "tova_attention students with a linear readout and no bidirectional pooling"
 
     def __init__(self, model: TF2RNNModel):
         super().__init__(model)

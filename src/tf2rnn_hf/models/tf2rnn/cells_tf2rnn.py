@@ -531,6 +531,58 @@ class _PostNormLayer(nn.Module):
         copy_(self.sink_value, torch.randn(self.sink_value.shape) * std)
 
 
+class _BidirectionalPooling(nn.Module):
+    """An O(1) correction for what a causal student cannot see: how earlier tokens would read later ones.
+
+    The teacher mean-pools tokens that attend both ways. The mean over i of an unnormalised linear attention
+    of every token to every token, sum_i sum_j phi(q_i).phi(k_j) v_j, factors into running sums,
+    (sum_i phi(q_i)) . (sum_j phi(k_j) v_j^T), so the pooled output of a bidirectional linear-attention layer
+    over the whole prefix is exact at constant cost per step. Normalised by (sum_i phi(q_i)) . (sum_j
+    phi(k_j)) it is a convex mix of the values. It reads the top layer's outputs and adds `out(mix)` to the
+    pooled mean; `out` starts at zero (its own parameters, as transformers' initialisation would overwrite an
+    `nn.Linear`'s), so a freshly inherited student is unchanged. State per row: the query sum [H], the
+    key-value sums [heads, d, d] and the key sum [H], flattened.
+    """
+
+    def __init__(self, config: TF2RNNConfig):
+        super().__init__()
+        h = config.hidden_size
+        self.heads, self.head_dim = config.num_attention_heads, h // config.num_attention_heads
+        self.query, self.key, self.value = (nn.Linear(h, h) for _ in range(3))
+        self.out_weight = nn.Parameter(torch.zeros(h, h))
+        self.out_bias = nn.Parameter(torch.zeros(h))
+
+    def init_parameters(self, copy_) -> None:
+        copy_(self.out_weight, torch.zeros_like(self.out_weight))
+        copy_(self.out_bias, torch.zeros_like(self.out_bias))
+
+    def state_shapes(self):
+        h, d = self.heads * self.head_dim, self.head_dim
+        return [(h,), (self.heads * d * d,), (h,)]
+
+    def forward(self, x: torch.Tensor, valid: torch.Tensor, state: State) -> Tuple[torch.Tensor, State]:
+        """x [B, T, H] (the top layer's outputs), `valid` [B, T] -> (correction after each step [B, T, H],
+        the state after the chunk)."""
+        b, t, _ = x.shape
+        heads, d = self.heads, self.head_dim
+        mask = valid[..., None, None].to(x.dtype)
+        fq = _phi(self.query(x).view(b, t, heads, d)) * mask
+        fk = _phi(self.key(x).view(b, t, heads, d)) * mask
+        v = self.value(x).view(b, t, heads, d)
+        q_sum0, kv0, k_sum0 = state[0].view(b, heads, d), state[1].view(b, heads, d, d), state[2].view(b, heads, d)
+        queries = q_sum0[:, None] + torch.cumsum(fq, 1)  # sum of phi(q_i) for i <= t: [B, T, heads, d]
+        steps = torch.arange(t, device=x.device)
+        scores = torch.einsum("bthd,bshd->bhts", queries, fk).masked_fill(steps[None, :] > steps[:, None], 0.0)
+        numerator = torch.einsum("bthd,bhde->bthe", queries, kv0) + torch.einsum("bhts,bshe->bthe", scores, v)
+        denominator = torch.einsum("bthd,bhd->bth", queries, k_sum0) + scores.sum(-1).transpose(1, 2)
+        # An empty prefix has 0 / 0: the clamp makes its correction 0 (phi > 0, so real sums are positive).
+        mix = numerator / denominator.clamp(min=1e-6)[..., None]
+        new_state = ((q_sum0 + fq.sum(1)).reshape(b, -1),
+                     (kv0 + torch.einsum("bshd,bshe->bhde", fk, v)).reshape(b, -1),
+                     (k_sum0 + fk.sum(1)).reshape(b, -1))
+        return F.linear(mix.reshape(b, t, -1), self.out_weight, self.out_bias), new_state
+
+
 class TOVAAttentionCell(TF2RNNCell):
     """`tova_attention`: the teacher's own layers made causal, over a bounded cache (a multi-state RNN).
 
@@ -540,7 +592,8 @@ class TOVAAttentionCell(TF2RNNCell):
     policy, per layer, with the current step always kept. Added for a bidirectional encoder's student: the
     first token ([CLS]) is a learned sink outside the cache (StreamingLLM's attention sink); the position of
     step n is n (the sink is 0), held at `max_position_embeddings - 1` past the table; and the output is the
-    running mean of the top layer's outputs including the sink's, as the teacher mean-pools its tokens.
+    running mean of the top layer's outputs including the sink's, as the teacher mean-pools its tokens. With
+    `config.bidirectional_pooling` a `_BidirectionalPooling` correction is added to that mean.
 
     Training runs the parallel form (every step of a chunk at once, causal mask); it equals the recurrence
     exactly while no row overflows its cache, and `forward` steps one position at a time where one would.
@@ -554,6 +607,7 @@ class TOVAAttentionCell(TF2RNNCell):
         self.embedding_norm = nn.LayerNorm(h, eps=config.layer_norm_eps)
         self.layers = nn.ModuleList(_PostNormLayer(config) for _ in range(config.num_hidden_layers))
         self.sink_output = nn.Parameter(torch.zeros(h))  # the sink's top-layer output, for the mean
+        self.pooling = _BidirectionalPooling(config) if config.bidirectional_pooling else None
         self.slots = config.num_slots
         self.num_outputs = config.num_hidden_layers + 1
 
@@ -563,7 +617,11 @@ class TOVAAttentionCell(TF2RNNCell):
 
     def state_shapes(self):
         h, k = self.config.hidden_size, self.slots
-        return [(k, h), (k, h), (k,)] * len(self.layers) + [(1,), (h,)]
+        pooling = self.pooling.state_shapes() if self.pooling is not None else []
+        return [(k, h), (k, h), (k,)] * len(self.layers) + pooling + [(1,), (h,)]
+
+    def _pooling_state(self, state: State) -> State:
+        return tuple(state[3 * len(self.layers): -2])
 
     def _embed(self, inputs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         positions = positions.clamp(max=self.config.max_position_embeddings - 1).long()
@@ -609,7 +667,12 @@ class TOVAAttentionCell(TF2RNNCell):
         seen = count + torch.cumsum(valid.to(inputs.dtype), 1)  # [B, T]
         sums = self._pooled_sum(count, pooled)[:, None] + torch.cumsum(x * valid[..., None].to(x.dtype), 1)
         means = sums / (seen + 1)[..., None]
-        outputs.append(means)
+        if self.pooling is not None:
+            correction, pooling_state = self.pooling(x, valid, self._pooling_state(state))
+            outputs.append(means + correction)
+            new_state += list(pooling_state)
+        else:
+            outputs.append(means)
         new_state += [count + lengths[:, None].to(count.dtype), _gather_steps(means, lengths, pooled)]
         return outputs, tuple(new_state)
 
@@ -630,7 +693,13 @@ class TOVAAttentionCell(TF2RNNCell):
             new_state += [torch.where(chosen[..., None], k, keys), torch.where(chosen[..., None], v, values),
                           torch.where(chosen, torch.ones((), dtype=fill.dtype), fill)]
         mean = (self._pooled_sum(count, pooled) + x[:, 0]) / (count + 2)
-        outputs.append(mean)
+        if self.pooling is not None:
+            correction, pooling_state = self.pooling(x, x.new_ones(x.shape[:2], dtype=torch.bool),
+                                                     self._pooling_state(state))
+            outputs.append(mean + correction[:, 0])
+            new_state += list(pooling_state)
+        else:
+            outputs.append(mean)
         return outputs, tuple(new_state) + (count + 1, mean)
 
     def step(self, inputs, state):

@@ -52,6 +52,10 @@ class TF2RNNConfig(PretrainedConfig):
             the lowest-weight slot is evicted (TOVA).
         max_position_embeddings (`int`, defaults to 512):
             `tova_attention` only: size of the position table (the teacher's); later steps reuse the last row.
+        bidirectional_pooling (`bool`, defaults to `False`):
+            `tova_attention` only: add to the pooled mean an O(1) bidirectional linear-attention term, the mean
+            over every token of its attention to every token of the prefix, later ones included (what a causal
+            layer cannot see); kept as running sums, it costs the same at every step.
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
@@ -107,6 +111,7 @@ class TF2RNNConfig(PretrainedConfig):
         rem_cyclic_heads: int = 1,
         num_slots: int = 32,
         max_position_embeddings: int = 512,
+        bidirectional_pooling: bool = False,
         residual_token_mean: bool = True,
         dropout: float = 0.0,
         skip_token_ids: Optional[List[int]] = None,
@@ -134,6 +139,7 @@ class TF2RNNConfig(PretrainedConfig):
         self.rem_cyclic_heads = rem_cyclic_heads
         self.num_slots = num_slots
         self.max_position_embeddings = max_position_embeddings
+        self.bidirectional_pooling = bidirectional_pooling
         self.residual_token_mean = residual_token_mean
         self.dropout = dropout
         self.skip_token_ids = list(skip_token_ids) if skip_token_ids is not None else []
@@ -183,6 +189,8 @@ class TF2RNNConfig(PretrainedConfig):
                     f"rem_real_heads ({self.rem_real_heads}) + rem_cyclic_heads ({self.rem_cyclic_heads}) must be "
                     f"non-negative and at most num_attention_heads ({self.num_attention_heads})."
                 )
+        if self.bidirectional_pooling and self.cell_type != "tova_attention":
+            raise ValueError(f"bidirectional_pooling is a tova_attention option, not one of {self.cell_type!r}.")
         if self.state_lift and self.cell_type not in ("gru", "lstm"):
             raise ValueError(f"state_lift is available for the gru and lstm cells, not {self.cell_type!r}.")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= float(self.dropout) < 1.0:
