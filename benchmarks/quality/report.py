@@ -126,6 +126,7 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("inherited, 3 layers", "student-tova-l3-eval", "student-tova-l3", True),
             ("inherited, 2 layers", "student-tova-l2-eval", "student-tova-l2", True),
             ("inherited, 6 layers, bidirectional pooling", "student-tova-l6-bidi-eval", "student-tova-l6-bidi", True),
+            ("inherited, 6 layers, lr 3e-4", "student-tova-l6-lr3e-4-eval", "student-tova-l6-lr3e-4", True),
             ("inherited, 6 layers, 30,000 texts across sources, 20 min", "student-tova-l6-sampled-eval",
              "student-tova-l6-sampled", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",

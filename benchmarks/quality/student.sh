@@ -67,6 +67,8 @@ train tova-l3-sampled --num_hidden_layers 3 --max_train_texts 30000 --train_samp
 # What a causal student cannot see, as an O(1) term: the six-layer row with bidirectional pooling (the mean of
 # a bidirectional linear attention of every token to every token, kept as running sums; starts at zero).
 train tova-l6-bidi --bidirectional_pooling true
+# The learning rate of stage 2 (every row above: 1e-4, never swept): the six-layer row at 3e-4.
+train tova-l6-lr3e-4 --learning_rate 3e-4
 # Depth and readout of the GRU at equal bytes per keystroke (issue 19, item 1): the quick preset (the
 # `make distill` recipe: 12,000 texts, 7 minutes, transition then free-running) with 2 or 3 pre-norm
 # residual GRU layers, or one narrower layer with an MLP readout, each reading about the 2.95M int8
