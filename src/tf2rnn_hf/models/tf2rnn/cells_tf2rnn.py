@@ -620,8 +620,14 @@ class TOVAAttentionCell(TF2RNNCell):
         pooling = self.pooling.state_shapes() if self.pooling is not None else []
         return [(k, h), (k, h), (k,)] * len(self.layers) + pooling + [(1,), (h,)]
 
-    def _pooling_state(self, state: State) -> State:
-        return tuple(state[3 * len(self.layers): -2])
+    def _pooled_output(self, x: torch.Tensor, valid: torch.Tensor, means: torch.Tensor, state: State
+                       ) -> Tuple[torch.Tensor, list]:
+        """The cell's output after each step (the running means [B, T, H], plus the bidirectional pooling's
+        correction where configured) and that term's new state (empty without it)."""
+        if self.pooling is None:
+            return means, []
+        correction, pooling_state = self.pooling(x, valid, tuple(state[3 * len(self.layers): -2]))
+        return means + correction, list(pooling_state)
 
     def _embed(self, inputs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         positions = positions.clamp(max=self.config.max_position_embeddings - 1).long()
@@ -667,12 +673,9 @@ class TOVAAttentionCell(TF2RNNCell):
         seen = count + torch.cumsum(valid.to(inputs.dtype), 1)  # [B, T]
         sums = self._pooled_sum(count, pooled)[:, None] + torch.cumsum(x * valid[..., None].to(x.dtype), 1)
         means = sums / (seen + 1)[..., None]
-        if self.pooling is not None:
-            correction, pooling_state = self.pooling(x, valid, self._pooling_state(state))
-            outputs.append(means + correction)
-            new_state += list(pooling_state)
-        else:
-            outputs.append(means)
+        output, pooling_state = self._pooled_output(x, valid, means, state)
+        outputs.append(output)
+        new_state += pooling_state
         new_state += [count + lengths[:, None].to(count.dtype), _gather_steps(means, lengths, pooled)]
         return outputs, tuple(new_state)
 
@@ -693,13 +696,10 @@ class TOVAAttentionCell(TF2RNNCell):
             new_state += [torch.where(chosen[..., None], k, keys), torch.where(chosen[..., None], v, values),
                           torch.where(chosen, torch.ones((), dtype=fill.dtype), fill)]
         mean = (self._pooled_sum(count, pooled) + x[:, 0]) / (count + 2)
-        if self.pooling is not None:
-            correction, pooling_state = self.pooling(x, x.new_ones(x.shape[:2], dtype=torch.bool),
-                                                     self._pooling_state(state))
-            outputs.append(mean + correction[:, 0])
-            new_state += list(pooling_state)
-        else:
-            outputs.append(mean)
+        output, pooling_state = self._pooled_output(x, x.new_ones(x.shape[:2], dtype=torch.bool), mean[:, None],
+                                                    state)
+        outputs.append(output[:, 0])
+        new_state += pooling_state
         return outputs, tuple(new_state) + (count + 1, mean)
 
     def step(self, inputs, state):
