@@ -42,7 +42,9 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
     const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads;
     const float scale = 1.f / sqrtf((float)D);
     const float count = in[3 * p->L][0];
-    float x[H], qkv[3 * H], mixed[H], tmp[H], up[I], w[heads * (S + 2)], slot_weight[S];
+    float x[H], qkv[3 * H], mixed[H], tmp[H], up[I], w[heads * (S + 2)];
+    const float *kp[S + 2], *vp[S + 2];
+    int slot_of[S + 2];
     uint8_t q[I > H ? I : H];
 
     long pos = (long)count + 1;
@@ -60,45 +62,67 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
              3 * H, H, qkv);
         const float *qv = qkv, *kv = qkv + H, *vv = qkv + 2 * H;
         const float *sk = p->sink_key + (int64_t)l * H, *sv = p->sink_value + (int64_t)l * H;
-        int used = 0;
-        for (int s = 0; s < S; ++s) used += fill[s] > 0.f;
-        /* Per head, weights over [sink, slot 0..S-1, itself] (unfilled slots weigh 0). */
-        for (int h = 0; h < heads; ++h) {
-            const float *qh = qv + h * D;
-            float *wh = w + h * (S + 2), m = -INFINITY, sum = 0.f;
-            for (int s = 0; s < S + 2; ++s) {
-                const float *kk = s == 0 ? sk + h * D : s == S + 1 ? kv + h * D : keys + (int64_t)(s - 1) * H + h * D;
-                if (s > 0 && s <= S && !(fill[s - 1] > 0.f)) { wh[s] = -INFINITY; continue; }
-                float dot = 0.f;
-                for (int d = 0; d < D; ++d) dot += qh[d] * kk[d];
-                wh[s] = dot * scale;
-                m = fmaxf(m, wh[s]);
+        /* What the query attends to: the sink, the filled slots, itself (unfilled slots weigh 0: skipped). */
+        int n = 0, used = 0;
+        kp[n] = sk; vp[n] = sv; slot_of[n++] = -1;
+        for (int s = 0; s < S; ++s) {
+            if (!(fill[s] > 0.f)) continue;
+            kp[n] = keys + (int64_t)s * H; vp[n] = values + (int64_t)s * H; slot_of[n++] = s;
+            ++used;
+        }
+        kp[n] = kv; vp[n] = vv; slot_of[n++] = S;
+        /* Scores entry by entry for every head: the dot products over a head's D lanes run in 8 partial sums
+         * the compiler vectorises (a single running sum is a serial chain it may not reorder). */
+        for (int e = 0; e < n; ++e) {
+            const float *kk = kp[e];
+            for (int h = 0; h < heads; ++h) {
+                const float *a = qv + h * D, *b = kk + h * D;
+                float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, dot = 0.f;
+                int d = 0;
+                for (; d + 8 <= D; d += 8)
+                    for (int j = 0; j < 8; ++j) part[j] += a[d + j] * b[d + j];
+                for (; d < D; ++d) dot += a[d] * b[d];
+                dot += ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+                w[h * (S + 2) + e] = dot * scale;
             }
-            for (int s = 0; s < S + 2; ++s) { wh[s] = wh[s] == -INFINITY ? 0.f : expf(wh[s] - m); sum += wh[s]; }
-            float inv = 1.f / sum;
+        }
+        for (int h = 0; h < heads; ++h) {
+            float *wh = w + h * (S + 2), m = -INFINITY, sum = 0.f;
+            for (int e = 0; e < n; ++e) m = fmaxf(m, wh[e]);
+            for (int e = 0; e < n; ++e) { wh[e] = expf(wh[e] - m); sum += wh[e]; }
+            const float inv = 1.f / sum;
             float *mh = mixed + h * D;
             for (int d = 0; d < D; ++d) mh[d] = 0.f;
-            for (int s = 0; s < S + 2; ++s) {
-                if (wh[s] == 0.f) continue;
-                wh[s] *= inv;
-                const float *vvv = s == 0 ? sv + h * D : s == S + 1 ? vv + h * D : values + (int64_t)(s - 1) * H + h * D;
-                for (int d = 0; d < D; ++d) mh[d] += wh[s] * vvv[d];
+            for (int e = 0; e < n; ++e) {
+                wh[e] *= inv;
+                const float we = wh[e], *ve = vp[e] + h * D;
+                for (int d = 0; d < D; ++d) mh[d] += we * ve[d];
             }
         }
         /* TOVA: a full cache drops the slot the current query weighs least (averaged over heads). */
         int target = used < S ? used : S - 1;
         if (used >= S) {
             float best = INFINITY;
-            for (int s = 0; s < S; ++s) {
+            for (int e = 1; e < n - 1; ++e) {
                 float sw = 0.f;
-                for (int h = 0; h < heads; ++h) sw += w[h * (S + 2) + 1 + s];
-                slot_weight[s] = sw / (float)heads;
-                if (fill[s] > 0.f && slot_weight[s] < best) { best = slot_weight[s]; target = s; }
+                for (int h = 0; h < heads; ++h) sw += w[h * (S + 2) + e];
+                sw /= (float)heads;
+                if (sw < best) { best = sw; target = slot_of[e]; }
             }
         }
         if (keys_out != keys) {
-            memcpy(keys_out, keys, sizeof(float) * (size_t)S * H);
-            memcpy(values_out, values, sizeof(float) * (size_t)S * H);
+            /* A new state: filled rows copied, the rest zero (as the state they come from holds them), so a
+             * short prefix copies its few rows rather than the whole cache. */
+            for (int s = 0; s < S; ++s) {
+                float *ko = keys_out + (int64_t)s * H, *vo = values_out + (int64_t)s * H;
+                if (fill[s] > 0.f) {
+                    memcpy(ko, keys + (int64_t)s * H, sizeof(float) * H);
+                    memcpy(vo, values + (int64_t)s * H, sizeof(float) * H);
+                } else {
+                    memset(ko, 0, sizeof(float) * H);
+                    memset(vo, 0, sizeof(float) * H);
+                }
+            }
             memcpy(fill_out, fill, sizeof(float) * (size_t)S);
         }
         memcpy(keys_out + (int64_t)target * H, kv, sizeof(float) * H);
