@@ -127,10 +127,13 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("inherited, 2 layers", "student-tova-l2-eval", "student-tova-l2", True),
             ("inherited, 6 layers, bidirectional pooling", "student-tova-l6-bidi-eval", "student-tova-l6-bidi", True),
             ("inherited, 6 layers, lr 3e-4", "student-tova-l6-lr3e-4-eval", "student-tova-l6-lr3e-4", True),
+            ("inherited, 6 layers, lr 1e-3", "student-tova-l6-lr1e-3-eval", "student-tova-l6-lr1e-3", True),
             ("inherited, 6 layers, 30,000 texts across sources, 20 min", "student-tova-l6-sampled-eval",
              "student-tova-l6-sampled", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",
              "student-tova-l6-sampled-45", False),
+            ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4", "student-tova-l6-sampled-45-lr3e-4-eval",
+             "student-tova-l6-sampled-45-lr3e-4", False),
             ("inherited, 3 layers, the same 30,000 texts, 20 min", "student-tova-l3-sampled-eval",
              "student-tova-l3-sampled", False),
             ("GRU 2x480, residual", "student-gru-l2-residual-eval", "student-gru-l2-residual", True),
@@ -150,12 +153,16 @@ def _unseen_sources(by_source: dict, trained_on: str = "wordnet-base") -> dict:
 def student_table() -> str:
     """Student v2 (student.sh): students that inherit the teacher's layers, against the GRU of `make distill`,
     at its data and time; per-keystroke cost from `benchmarks/run.py --compare` (student-speed.json)."""
-    speed = load("student-speed") or {}
-    ratio = {}
-    for row in speed.get("keystroke", []):
-        for key, value in row.items():
-            if key.startswith("speedup_") and not key.endswith("_cold"):
-                ratio[(key[len("speedup_"):], row["prefix_tokens"])] = value
+    ratio, streamed_by = {}, {}
+    # student-speed-v2 (after the fused step's filled-slot attention) adds the students the first run lacks;
+    # each ratio is teacher vs student within one run.
+    for file in ("student-speed-v2", "student-speed"):
+        speed = load(file) or {}
+        for row in speed.get("keystroke", []):
+            for key, value in row.items():
+                if key.startswith("speedup_") and not key.endswith("_cold"):
+                    ratio[(key[len("speedup_"):], row["prefix_tokens"])] = value
+        streamed_by.update(speed.get("streamed_fidelity", {}).get("students", {}))
     rows = {}
     for name, eval_file, train_file, wordnet_only in STUDENTS:
         r = load(eval_file)
@@ -176,7 +183,7 @@ def student_table() -> str:
         for tokens in (64, 256):
             if (f"{folder}_int8", tokens) in ratio:
                 row[f"x cheaper per keystroke @{tokens} (int8)"] = ratio[(f"{folder}_int8", tokens)]
-        streamed = speed.get("streamed_fidelity", {}).get("students", {}).get(f"{folder}_int8")
+        streamed = streamed_by.get(f"{folder}_int8")
         if streamed:  # typed token by token through the int8 keystroke path, against its own fp32 forward
             row["int8 keystroke path: cosine to fp32"] = streamed["cosine_to_fp32_forward"]
         rows[name] = row
@@ -193,7 +200,8 @@ def student_table() -> str:
                               "cache, and GRUs of other depth or readout at GRU-768's bytes per keystroke, against "
                               "the GRU of `make distill`; the same 12,000 texts and 7 minutes on 2 cores unless "
                               "named; `tf2rnn evaluate` on held-out texts of every source; cost from "
-                              "`benchmarks/run.py --compare` (student-speed.json)")
+                              "`benchmarks/run.py --compare` (student-speed.json; student-speed-v2.json for "
+                              "the students it alone measured)")
 
 
 def transfer_table() -> str:

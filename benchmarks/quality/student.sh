@@ -86,3 +86,12 @@ gru() {  # NAME -- distill args
 gru gru-l2-residual --num_hidden_layers 2 --residual_layers true --hidden_size 480
 gru gru-l3-residual --num_hidden_layers 3 --residual_layers true --hidden_size 384
 gru gru-mlp-readout --hidden_size 640 --readout_hidden_size 768
+# The scale row at stage 2's better learning rate: 30,000 sampled texts, 45 minutes, 3e-4 (the 45-minute row: 1e-4).
+train tova-l6-sampled-45-lr3e-4 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 45 --learning_rate 3e-4
+# Cost of the best inherited student after the fused step's filled-slot attention (a7551d4), beside the GRU, in one run.
+[ -f "$OUT/student-speed-v2.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v2.json" \
+  --compare outputs/tf2rnn-quick outputs/student-tova-l6-sampled-45-lr3e-4
+# Stage 2's learning rate, one step further up: the seven-minute six-layer row at 1e-3 (1e-4 and 3e-4 above).
+train tova-l6-lr1e-3 --learning_rate 1e-3
+# The time axis at 3e-4: the same 30,000 texts for 20 minutes (1e-4 has 20 and 45; 3e-4 has 45 above).
+train tova-l6-sampled-lr3e-4 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20 --learning_rate 3e-4
