@@ -130,7 +130,7 @@ def test_time_budget_progress_shows_minutes_not_a_billion_steps(teacher, data, t
     model, tok = _student(teacher)
     args = DistillationTrainingArguments(
         output_dir=str(tmp_path), report_to=[], use_cpu=True, train_minutes=0.03, per_device_train_batch_size=8,
-        remove_unused_columns=False, save_strategy="no", logging_steps=5, seed=0)
+        remove_unused_columns=False, save_strategy="no", logging_steps=1, seed=0)  # a loaded machine may fit one step
     trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
                                   data_collator=TrajectoryCollator(tok.pad_token_id))
     assert any(isinstance(c, TimeBudgetProgressCallback) for c in trainer.callback_handler.callbacks)
