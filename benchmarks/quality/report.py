@@ -130,6 +130,8 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("inherited, 6 layers, lr 1e-3", "student-tova-l6-lr1e-3-eval", "student-tova-l6-lr1e-3", True),
             ("inherited, 6 layers, 30,000 texts across sources, 20 min", "student-tova-l6-sampled-eval",
              "student-tova-l6-sampled", False),
+            ("inherited, 6 layers, the same 30,000 texts, 20 min, lr 3e-4", "student-tova-l6-sampled-lr3e-4-eval",
+             "student-tova-l6-sampled-lr3e-4", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",
              "student-tova-l6-sampled-45", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4", "student-tova-l6-sampled-45-lr3e-4-eval",
