@@ -128,6 +128,8 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("inherited, 6 layers, bidirectional pooling", "student-tova-l6-bidi-eval", "student-tova-l6-bidi", True),
             ("inherited, 6 layers, lr 3e-4", "student-tova-l6-lr3e-4-eval", "student-tova-l6-lr3e-4", True),
             ("inherited, 6 layers, lr 1e-3", "student-tova-l6-lr1e-3-eval", "student-tova-l6-lr1e-3", True),
+            ("inherited, 6 layers, lr 3e-4, length-grouped batches", "student-tova-l6-lr3e-4-grouped-eval",
+             "student-tova-l6-lr3e-4-grouped", True),
             ("inherited, 6 layers, 30,000 texts across sources, 20 min", "student-tova-l6-sampled-eval",
              "student-tova-l6-sampled", False),
             ("inherited, 6 layers, the same 30,000 texts, 20 min, lr 3e-4", "student-tova-l6-sampled-lr3e-4-eval",
@@ -136,11 +138,27 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
              "student-tova-l6-sampled-45", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4", "student-tova-l6-sampled-45-lr3e-4-eval",
              "student-tova-l6-sampled-45-lr3e-4", False),
+            ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4, length-grouped batches",
+             "student-tova-l6-sampled-45-lr3e-4-grouped-eval", "student-tova-l6-sampled-45-lr3e-4-grouped", False),
             ("inherited, 3 layers, the same 30,000 texts, 20 min", "student-tova-l3-sampled-eval",
              "student-tova-l3-sampled", False),
             ("GRU 2x480, residual", "student-gru-l2-residual-eval", "student-gru-l2-residual", True),
             ("GRU 3x384, residual", "student-gru-l3-residual-eval", "student-gru-l3-residual", True),
             ("GRU-640, MLP readout", "student-gru-mlp-readout-eval", "student-gru-mlp-readout", True))
+
+
+def padding_table() -> str:
+    """Padded over real tokens (and token pairs) per batch of 64, random against length-grouped (padding.py)."""
+    r = load("padding")
+    if not r:
+        return ""
+    rows = {name: {"texts": d["texts"], "mean tokens": d["mean_tokens"], "99th pct tokens": d["p99_tokens"],
+                   "random: tokens": d["random"]["tokens"], "random: pairs": d["random"]["pairs"],
+                   "grouped: tokens": d["group_by_length"]["tokens"], "grouped: pairs": d["group_by_length"]["pairs"]}
+            for name, d in r.items() if isinstance(d, dict)}
+    return format_table(rows, "Padding (padding.py): padded / real tokens, and token pairs (attention), over one epoch "
+                              "of batches of 64, random (`RandomSampler`) or length-grouped (`LengthGroupedSampler`, "
+                              "`--train_sampling_strategy group_by_length`)")
 
 
 def _unseen_sources(by_source: dict, trained_on: str = "wordnet-base") -> dict:
@@ -318,7 +336,7 @@ def main():
                                       "the neighbour loss at weight 0.2 / 1 (bank of 8,192 teacher embeddings, "
                                       "temperature 0.05)"))
     out.append(scale_table())
-    out.extend(t for t in (student_table(), transfer_peer_table(), transfer_table()) if t)
+    out.extend(t for t in (student_table(), padding_table(), transfer_peer_table(), transfer_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown

@@ -95,3 +95,10 @@ train tova-l6-sampled-45-lr3e-4 --max_train_texts 30000 --train_sample_seed 0 --
 train tova-l6-lr1e-3 --learning_rate 1e-3
 # The time axis at 3e-4: the same 30,000 texts for 20 minutes (1e-4 has 20 and 45; 3e-4 has 45 above).
 train tova-l6-sampled-lr3e-4 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20 --learning_rate 3e-4
+# Batches of like lengths: the sampled texts average 15.9 tokens (99th percentile 53, at most 64), so a random
+# batch of 64 pads to ~3.3x its tokens; length-grouped batches (transformers' LengthGroupedSampler) to ~1.04x.
+# (`python benchmarks/quality/padding.py` -> results/padding.json.) The seven-minute row at 3e-4 with grouped
+# batches, then the 45-minute scale row with them (against tova-l6-sampled-45-lr3e-4 at the same minutes).
+train tova-l6-lr3e-4-grouped --learning_rate 3e-4 --train_sampling_strategy group_by_length
+train tova-l6-sampled-45-lr3e-4-grouped --max_train_texts 30000 --train_sample_seed 0 --train_minutes 45 \
+  --learning_rate 3e-4 --train_sampling_strategy group_by_length
