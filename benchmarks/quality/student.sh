@@ -102,3 +102,10 @@ train tova-l6-sampled-lr3e-4 --max_train_texts 30000 --train_sample_seed 0 --tra
 train tova-l6-lr3e-4-grouped --learning_rate 3e-4 --train_sampling_strategy group_by_length
 train tova-l6-sampled-45-lr3e-4-grouped --max_train_texts 30000 --train_sample_seed 0 --train_minutes 45 \
   --learning_rate 3e-4 --train_sampling_strategy group_by_length
+# The loss weight of each text's last step (1 in every row above, one of ~12-16 steps per text): final
+# cosine, NA@10 and STS-B score that step alone. The seven-minute grouped row with it at 4.
+train tova-l6-lr3e-4-grouped-final4 --learning_rate 3e-4 --train_sampling_strategy group_by_length --final_weight 4
+# Grouped batches at 20 minutes: about the epochs of the random 45-minute row (1.92), so batch composition
+# alone is compared at equal text seen, and the time axis with grouping has a middle point.
+train tova-l6-sampled-lr3e-4-grouped --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20 \
+  --learning_rate 3e-4 --train_sampling_strategy group_by_length
