@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from tf2rnn_hf.distill import (
     build_student,
 )
 from tf2rnn_hf.distill.losses import RolloutLoss, SimilarityLoss, TransitionLoss, distance, position_weights
+from tf2rnn_hf.distill.recipe import PRESETS_DIR, parse, presets
 from tf2rnn_hf.distill.trainer import TimeBudgetProgressCallback
 
 ROOT = Path(__file__).parents[2]
@@ -253,6 +255,18 @@ def test_keystroke_loss_needs_char_trajectories():
 
     with pytest.raises(ValueError, match="--prefix_unit char"):
         main(["--keystroke_weight", "1", "--output_dir", "unused", "--report_to", "none"])
+
+
+@pytest.mark.parametrize("name", presets())
+def test_every_shipped_preset_parses_into_the_values_it_names(name):
+    """A preset is only read when a user runs it: a misspelt key or a value of the wrong type must fail here."""
+    groups = parse(["--preset", name])
+    parsed = {k: v for group in groups for k, v in asdict(group).items()}
+    for key, value in json.loads((PRESETS_DIR / f"{name}.json").read_text()).items():
+        got = getattr(parsed[key], "value", parsed[key])  # transformers' enums (save_strategy, ...)
+        if key == "report_to" and value == "none":
+            value = []  # TrainingArguments' spelling of "no integrations"
+        assert got == value, (key, value, got)
 
 
 DATA = ROOT / "tests" / "fixtures"
