@@ -5,7 +5,7 @@
 
 For the training texts of student.sh's rows (the seven-minute rows: the first 12,000 texts, all WordNet
 glosses; the scale rows: 30,000 sampled across sources with seed 0), it tokenizes each text as the trajectories do
-(the teacher's tokenizer, at most 64 tokens), draws one epoch of batches of 64 with PyTorch's
+(the teacher's tokenizer, at most `TrajectorySettings().max_tokens`), draws one epoch of batches of 64 with PyTorch's
 `RandomSampler` and with transformers' `LengthGroupedSampler` (what `--train_sampling_strategy
 group_by_length` uses), pads each batch to its longest text as `TrajectoryCollator` does, and reports
 padded / real tokens (what every linear layer pays) and padded / real token pairs (what attention pays).
@@ -19,8 +19,10 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from tf2rnn_hf.data.corpus import load_texts
 from tf2rnn_hf.data.teacher import Teacher
+from tf2rnn_hf.data.trajectories import TrajectorySettings
 
-BATCH, MAX_TOKENS = 64, 64
+BATCH = 64  # student.sh's per_device_train_batch_size
+MAX_TOKENS = TrajectorySettings().max_tokens  # the trajectories' truncation, which every row trained with
 DRAWS = {"first 12,000 texts (WordNet glosses)": dict(limit=12000),
          "30,000 texts sampled across sources (seed 0)": dict(limit=30000, shuffle_seed=0)}
 
