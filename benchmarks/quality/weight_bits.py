@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""What fewer weight bits cost a student's fidelity, before anyone writes the kernel for them.
+
+    python benchmarks/quality/weight_bits.py [MODEL] > benchmarks/quality/results/weight-bits.json
+
+A keystroke of the six-layer inherited student is bound by the int8 weights it reads (10.6 MB; docs/experiments.md),
+so 4-bit weights would halve its main cost. This rounds every `nn.Linear` weight of MODEL (default: the inherited
+card's student) to symmetric int-N, one scale per output row or per group of columns, runs the student in
+PyTorch on the evaluation's 1,000 held-out texts sampled across sources (`tf2rnn evaluate`'s fidelity rows, the
+same trajectories) and reports final cosine and NA@10 to the teacher, and cosine to the unrounded student.
+Weights only: activations stay fp32 (the fused int8 kernel also rounds them, which costs little: 0.998 to fp32).
+"""
+
+import json
+import sys
+from typing import Dict, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tf2rnn_hf.data import trajectories
+from tf2rnn_hf.data.corpus import load_texts
+from tf2rnn_hf.data.teacher import Teacher, teacher_name_of
+from tf2rnn_hf.evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
+from tf2rnn_hf.models import TF2RNNModel
+
+MODEL = "outputs/student-tova-l6-sampled-90-lr3e-4-grouped-final4"
+FFN = ("up", "down")
+# name: (bits, columns per scale (None: the whole row), the layers it rounds to those bits (None: all); the
+# rest stay at int8 per row, as the fused kernel holds them)
+SCHEMES = {"fp32": (32, None, None), "int8 per row": (8, None, None), "int4 per row": (4, None, None),
+           "int4 per 128 columns": (4, 128, None), "int4 per 32 columns": (4, 32, None),
+           "int4 per 32 columns, feed-forward only": (4, 32, FFN)}
+
+
+def round_weight(weight: torch.Tensor, bits: int, group: Optional[int]) -> torch.Tensor:
+    """`weight` rounded to symmetric `bits`-bit integers, one scale per `group` columns of each row (or per row)."""
+    if bits >= 32:
+        return weight.clone()
+    rows, cols = weight.shape
+    if group is not None and cols % group:
+        raise ValueError(f"{cols} columns do not split into groups of {group}.")
+    blocks = weight.reshape(rows, -1, group or cols)
+    qmax = 2 ** (bits - 1) - 1
+    scale = blocks.abs().amax(-1, keepdim=True).clamp(min=1e-12) / qmax
+    return (torch.round(blocks / scale).clamp(-qmax, qmax) * scale).reshape(rows, cols)
+
+
+@torch.no_grad()
+def main(model_path: str = MODEL, n_texts: int = 1000) -> Dict[str, dict]:
+    model = TF2RNNModel.from_pretrained(model_path).eval()
+    teacher = Teacher(teacher_name_of(model.config.teacher_name_or_path))
+    texts = load_texts("offline", "heldout", limit=n_texts, shuffle_seed=0)["text"]
+    settings = trajectories.TrajectorySettings(max_tokens=64)
+    rows = rows_to_tensors(trajectories.load(trajectories.generate(texts, teacher, settings, progress=False)))
+    linears = {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
+    original = {name: m.weight.detach().clone() for name, m in linears.items()}
+    result, reference = {}, None
+    for scheme, (bits, group, only) in SCHEMES.items():
+        for name, m in linears.items():
+            chosen = only is None or name.rsplit(".", 1)[-1] in only
+            m.weight.copy_(round_weight(original[name], *((bits, group) if chosen else (8, None))))
+        predicted = student_trajectories(model, rows)
+        finals = torch.stack([p[-1] for p in predicted])
+        reference = finals if reference is None else reference
+        scores = fidelity(predicted, rows)
+        result[scheme] = {"final_cosine": round(scores["final_cosine"], 4),
+                          "neighbour_agreement@10": round(scores["neighbour_agreement@10"], 4),
+                          "cosine_to_fp32": round(float(F.cosine_similarity(finals, reference).mean()), 4)}
+    return {"model": model_path, "texts": len(rows), "schemes": result}
+
+
+if __name__ == "__main__":
+    json.dump(main(*sys.argv[1:2]), sys.stdout, indent=1)
+    print()
