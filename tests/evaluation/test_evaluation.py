@@ -91,6 +91,20 @@ def test_fidelity_table_and_static_baseline(teacher, held_out):
     assert f"| teacher | {1.0:.3f} |" in markdown and "### bible\n\nskipped: no data" in markdown
 
 
+def test_static_pca_baseline_is_exact_and_does_not_depend_on_the_random_state():
+    torch.manual_seed(0)
+    vectors = torch.randn(500, 32) * torch.linspace(3, 0.1, 32)  # distinct variances: a unique subspace
+    tables = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        tables.append(StaticEmbedding(vectors, pca_dims=8).table)
+    assert torch.equal(tables[0], tables[1])
+    # The 8 components keep the largest share of variance any 8 directions can: the top singular values'.
+    centred = vectors - vectors.mean(0)
+    top = torch.linalg.svdvals(centred)[:8]
+    assert tables[0].pow(2).sum() == pytest.approx(float(top.pow(2).sum()), rel=1e-4)
+
+
 def test_keystroke_fidelity_matches_the_streaming_path(teacher):
     from tf2rnn_hf.evaluation import keystroke_fidelity
     from tf2rnn_hf.inference.streaming import StreamingEncoder
