@@ -144,6 +144,9 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
              "student-tova-l6-sampled-45-lr3e-4", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled-45-lr3e-4-grouped-eval", "student-tova-l6-sampled-45-lr3e-4-grouped", False),
+            ("inherited, 6 layers, the same 30,000 texts, 90 min, lr 3e-4, length-grouped batches, "
+             "last step weighted 4", "student-tova-l6-sampled-90-lr3e-4-grouped-final4-eval",
+             "student-tova-l6-sampled-90-lr3e-4-grouped-final4", False),
             ("inherited, 3 layers, the same 30,000 texts, 20 min", "student-tova-l3-sampled-eval",
              "student-tova-l3-sampled", False),
             ("GRU 2x480, residual", "student-gru-l2-residual-eval", "student-gru-l2-residual", True),
@@ -163,6 +166,15 @@ def padding_table() -> str:
     return format_table(rows, "Padding (padding.py): padded / real tokens, and token pairs (attention), over one epoch "
                               "of batches of 64, random (`RandomSampler`) or length-grouped (`LengthGroupedSampler`, "
                               "`--train_sampling_strategy group_by_length`)")
+
+
+def weight_bits_table() -> str:
+    """Fidelity with every linear weight rounded to fewer bits, weights only (weight_bits.py)."""
+    r = load("weight-bits")
+    if not r:
+        return ""
+    return format_table(r["schemes"], f"Weight bits (weight_bits.py, {r['model']}, {r['texts']} held-out texts "
+                                      "across sources; activations fp32)")
 
 
 def _unseen_sources(by_source: dict, trained_on: str = "wordnet-base") -> dict:
@@ -340,7 +352,8 @@ def main():
                                       "the neighbour loss at weight 0.2 / 1 (bank of 8,192 teacher embeddings, "
                                       "temperature 0.05)"))
     out.append(scale_table())
-    out.extend(t for t in (student_table(), padding_table(), transfer_peer_table(), transfer_table()) if t)
+    out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
+                           transfer_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown

@@ -109,3 +109,8 @@ train tova-l6-lr3e-4-grouped-final4 --learning_rate 3e-4 --train_sampling_strate
 # alone is compared at equal text seen, and the time axis with grouping has a middle point.
 train tova-l6-sampled-lr3e-4-grouped --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20 \
   --learning_rate 3e-4 --train_sampling_strategy group_by_length
+# The scale row doubled, with the last step weighted 4 (the seven-minute lead above): 90 minutes on the same
+# 30,000 sampled texts, grouped batches, 3e-4. Against tova-l6-sampled-45-lr3e-4-grouped it moves two things
+# at once (minutes and the last step's weight); the seven-minute pair above isolates the weight.
+train tova-l6-sampled-90-lr3e-4-grouped-final4 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 90 \
+  --learning_rate 3e-4 --train_sampling_strategy group_by_length --final_weight 4
