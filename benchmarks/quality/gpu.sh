@@ -3,7 +3,8 @@
 # teacher, then MINUTES of training with 8 loader workers (the collator, not the GPU, bounds a GRU step).
 #   CELL=gru (default): GRU-$HIDDEN at batch 256, lr 3e-3 (the kept runs: gpu-h100-gru768, gpu-h100-gru1024).
 #   CELL=inherited: the teacher's own layers made causal (tova_attention, issue 19's student v2), texts drawn
-#     across sources, batch 64 (length-grouped) and lr 3e-4 as its best CPU rows, 128 slots.
+#     across sources, batch 64 (length-grouped), lr 3e-4 and the last step weighted 4 as its best CPU rows,
+#     128 slots.
 #   HIDDEN (768)  TEXTS (300000)  MINUTES (5)  OUT (outputs/gpu-$CELL...)  NAME (results file name)
 #   EXTRA: more distill options (later options win)  PACK: a folder to put the student in for the trip back
 # A lent machine reaches no network: build `.carry` here first (`bash benchmarks/quality/gpu_carry.sh`), name
@@ -39,7 +40,8 @@ case "$CELL" in
   # batches: random ones pad these texts to 3.3x their tokens (padding.py), and the grouped rows led at 7 and 45.
   inherited) OUT=${OUT:-outputs/gpu-inherited}; NAME=${NAME:-gpu-inherited}
        MODEL=(--cell_type tova_attention --num_slots 128 --per_device_train_batch_size 64 --learning_rate 3e-4
-              --transition_until 0 --anneal 0 --train_sample_seed 0 --train_sampling_strategy group_by_length) ;;
+              --transition_until 0 --anneal 0 --train_sample_seed 0 --train_sampling_strategy group_by_length
+              --final_weight 4) ;;
   *) echo "CELL must be gru or inherited, not $CELL" >&2; exit 2 ;;
 esac
 $PY examples/distill.py "${DATA[@]}" --max_train_texts "${TEXTS:-300000}" --max_eval_texts 1000 --token_budget 65536 \

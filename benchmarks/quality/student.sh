@@ -114,3 +114,8 @@ train tova-l6-sampled-lr3e-4-grouped --max_train_texts 30000 --train_sample_seed
 # at once (minutes and the last step's weight); the seven-minute pair above isolates the weight.
 train tova-l6-sampled-90-lr3e-4-grouped-final4 --max_train_texts 30000 --train_sample_seed 0 --train_minutes 90 \
   --learning_rate 3e-4 --train_sampling_strategy group_by_length --final_weight 4
+# A second seed (batch order; the students start from the same inherited weights) of the seven-minute pair
+# that isolates the last step's weight, before the weight enters a preset.
+train tova-l6-lr3e-4-grouped-seed1 --learning_rate 3e-4 --train_sampling_strategy group_by_length --seed 1
+train tova-l6-lr3e-4-grouped-final4-seed1 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
+  --final_weight 4 --seed 1
