@@ -82,11 +82,13 @@ def _tova(hidden: int, residual: bool, slots: int = 6, seed: int = 0, **override
 
 
 # 128 takes the vectorised dot products, 100 their scalar form; 40 tokens overflow the 6-slot caches
-# (TOVA evicts) and the 32-entry position table (positions clamp).
-@pytest.mark.parametrize("hidden,residual", [(128, False), (100, True)])
+# (TOVA evicts) and the 32-entry position table (positions clamp). The third pools a position-weighted mean.
+@pytest.mark.parametrize("hidden,residual,exponent", [(128, False, None), (100, True, None), (128, False, 1.3)])
 @torch.no_grad()
-def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, residual):
-    model = _tova(hidden, residual)
+def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, residual, exponent):
+    model = _tova(hidden, residual, pooling_position_exponent=exponent)
+    if exponent is not None:
+        model.cell.pooling_exponent.fill_(exponent)  # _tova draws every parameter at random
     step = Int8TOVAStep(model)
     ours, theirs = model.init_state(1), model.init_state(1)
     exact = 0

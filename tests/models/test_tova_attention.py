@@ -74,10 +74,10 @@ def test_teacher_layers_apply_only_to_inherited_cells(teacher):
         build_student(teacher, cell_type="gru", hidden_size=16, teacher_layers=[0])
 
 
-@pytest.mark.parametrize("pooling", [False, True])
+@pytest.mark.parametrize("pooling", [{}, dict(bidirectional_pooling=True), dict(pooling_position_exponent=1.5)])
 @pytest.mark.parametrize("steps", [4, 13])  # within the 5-slot cache: the parallel form; past it: TOVA steps
 def test_forward_equals_steps_with_and_without_eviction(steps, pooling):
-    model = tiny_model("tova_attention", bidirectional_pooling=pooling)
+    model = tiny_model("tova_attention", **pooling)
     ids = torch.randint(2, 50, (3, steps))
     mask = torch.ones_like(ids)
     mask[1, steps // 2:] = 0
@@ -146,3 +146,51 @@ def test_bidirectional_pooling_starts_as_the_causal_teacher(teacher):
         assert torch.equal(model.eval()(ids).last_hidden_state, plain.eval()(ids).last_hidden_state)
     with pytest.raises(ValueError, match="bidirectional_pooling is a tova_attention option"):
         build_student(teacher, cell_type="gru", hidden_size=16, bidirectional_pooling=True)
+
+
+@pytest.mark.parametrize("steps", [4, 13])
+def test_position_weighted_pooling_is_the_weighted_mean(steps):
+    """After every step the pooled output is the mean of the sink's output (weight 1) and the top layer's
+    outputs, step n weighted (n + 1) ** p, as the definition gives it over the whole prefix."""
+    model = tiny_model("tova_attention", pooling_position_exponent=0.7)
+    cell = model.cell
+    assert cell.pooling_exponent.requires_grad and cell.pooling_exponent.item() == pytest.approx(0.7)
+    ids = torch.randint(2, 50, (1, steps))
+    with torch.no_grad():
+        outputs, _ = cell(model.embeddings(ids), model.init_state(1).cell_state, torch.tensor([steps]))
+    top, pooled = outputs[-2][0], outputs[-1][0]
+    weights = torch.arange(2, steps + 2, dtype=torch.float).pow(0.7)  # step n = 1.. weighs (n + 1) ** 0.7
+    for t in range(steps):
+        mean = (cell.sink_output + (weights[:t + 1, None] * top[:t + 1]).sum(0)) / (1 + weights[:t + 1].sum())
+        assert (pooled[t] - mean).abs().max() < 1e-5, t
+
+
+def test_position_weighted_pooling_at_exponent_zero_is_the_teachers_mean_and_learns_its_exponent(teacher):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2,
+                                     pooling_position_exponent=0.0)
+    plain, _ = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2)
+    ids = torch.tensor([tokenizer("search as you type", add_special_tokens=False)["input_ids"]])
+    with torch.no_grad():
+        assert torch.allclose(model.eval()(ids).last_hidden_state, plain.eval()(ids).last_hidden_state, atol=1e-6)
+    model.train()(ids).last_hidden_state[0, -1, 0].backward()
+    assert model.cell.pooling_exponent.grad.abs().item() > 0  # trained with the rest, not a fixed setting
+    for bad in ("gru", float("nan")):
+        kwargs = dict(cell_type="gru", hidden_size=16, pooling_position_exponent=1.0) if bad == "gru" else dict(
+            cell_type="tova_attention", num_hidden_layers=1, pooling_position_exponent=bad)
+        with pytest.raises(ValueError, match="pooling_position_exponent"):
+            build_student(teacher, **kwargs)
+
+
+def test_the_learned_pooling_exponent_is_saved_and_loaded(tmp_path):
+    """The config holds the exponent's starting value; the weights hold the learned one, which loading keeps."""
+    from tf2rnn_hf import TF2RNNModel
+
+    model = tiny_model("tova_attention", pooling_position_exponent=1.0)
+    with torch.no_grad():
+        model.cell.pooling_exponent.fill_(0.37)
+    model.save_pretrained(tmp_path)
+    loaded = TF2RNNModel.from_pretrained(tmp_path).eval()
+    assert loaded.cell.pooling_exponent.item() == pytest.approx(0.37)
+    ids = torch.randint(2, 50, (2, 7))
+    with torch.no_grad():
+        assert torch.allclose(loaded(ids).last_hidden_state, model(ids).last_hidden_state, atol=1e-6)

@@ -83,6 +83,9 @@ class ModelArguments:
     num_slots: int = 32
     bidirectional_pooling: bool = field(default=False, metadata={
         "help": "tova_attention: add the O(1) bidirectional linear-attention term to the pooled mean."})
+    pooling_position_exponent: Optional[float] = field(default=None, metadata={
+        "help": "tova_attention: pool step n with weight (n + 1) ** p, p learned from this start (1: SGPT's "
+                "position-weighted mean); unset keeps the teacher's plain mean."})
     num_attention_heads: Optional[int] = field(default=None, metadata={
         "help": "Heads of the attention-like cells (default 4; the teacher's for cells that inherit it)."})
     init_from: Optional[str] = field(default=None, metadata={"help": "Continue from a saved student."})
@@ -263,7 +266,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                                  ("num_attention_heads", model_args.num_attention_heads),
                                                  ("readout_hidden_size", model_args.readout_hidden_size),
                                                  ("residual_layers", model_args.residual_layers),
-                                                 ("bidirectional_pooling", model_args.bidirectional_pooling or None))
+                                                 ("bidirectional_pooling", model_args.bidirectional_pooling or None),
+                                                 ("pooling_position_exponent", model_args.pooling_position_exponent))
                    if value is not None},
                 state_lift=schedule.uses_transition)
     if schedule.uses_transition and schedule.transition_weight(1.0) == 0:

@@ -43,8 +43,9 @@ class _Params(ctypes.Structure):
 
 
 class _TOVAParams(ctypes.Structure):
-    _fields_ = [(name, ctypes.c_int32) for name in ("H", "L", "heads", "S", "P", "I", "O", "residual")] + [
-        ("eps", ctypes.c_float)] + [(name, ctypes.c_void_p) for name in (
+    _fields_ = [(name, ctypes.c_int32) for name in ("H", "L", "heads", "S", "P", "I", "O", "residual",
+                                                    "weighted")] + [
+        ("eps", ctypes.c_float), ("pool_exp", ctypes.c_float)] + [(name, ctypes.c_void_p) for name in (
             "table", "position", "emb_bias", "emb_norm_w", "emb_norm_b",
             "w_qkv", "s_qkv", "r_qkv", "b_qkv", "w_out", "s_out", "r_out", "b_out",
             "w_up", "s_up", "r_up", "b_up", "w_down", "s_down", "r_down", "b_down",
@@ -227,6 +228,8 @@ class Int8TOVAStep(_FusedStep):
             H=config.hidden_size, L=self.layers, heads=config.num_attention_heads, S=config.num_slots,
             P=config.max_position_embeddings, I=config.intermediate_size, O=config.output_size,
             residual=int(self.residual), eps=config.layer_norm_eps,
+            weighted=int(cell.pooling_exponent is not None),
+            pool_exp=float(cell.pooling_exponent) if cell.pooling_exponent is not None else 0.0,
             **{name: t.data_ptr() for name, t in tensors.items()})
         self._params_ref = ctypes.byref(self._params)
         self._shapes = model.cell.state_shapes()

@@ -5,7 +5,7 @@
  * `TOVAAttentionCell._step_all` with every nn.Linear in int8.h's int8.
  *
  * The state is 3L + 2 arrays (per layer keys [S, H], values [S, H], fill [S]; then count [1], pooled [H]),
- * passed as pointer lists. The new state is written to `out` (which may alias `in`): a stream's earlier
+ * or 3L + 3 with position-weighted pooling (the total weight [1] before count), passed as pointer lists. The new state is written to `out` (which may alias `in`): a stream's earlier
  * states stay valid, as deletes pop back to them. Buffers are caller-owned; nothing here allocates.
  */
 #include <string.h>
@@ -13,8 +13,8 @@
 #include "int8.h"
 
 typedef struct {
-    int32_t H, L, heads, S, P, I, O, residual;
-    float eps;
+    int32_t H, L, heads, S, P, I, O, residual, weighted;
+    float eps, pool_exp;  /* weighted: step n's top-layer output weighs (n + 1) ** pool_exp in the mean */
     const float *table, *position;                  /* [V, H], [P, H] */
     const float *emb_bias, *emb_norm_w, *emb_norm_b; /* [H] */
     const int8_t *w_qkv; const float *s_qkv; const int32_t *r_qkv; const float *b_qkv; /* [L, 3H, H] */
@@ -41,7 +41,8 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
                       const float *tsum, const int64_t *seen, float *tsum_out, float *emb) {
     const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads;
     const float scale = 1.f / sqrtf((float)D);
-    const float count = in[3 * p->L][0];
+    const int tail = 3 * p->L + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
+    const float count = in[tail][0];
     float x[H], qkv[3 * H], mixed[H], tmp[H], up[I], w[heads * (S + 2)];
     const float *kp[S + 2], *vp[S + 2];
     int slot_of[S + 2];
@@ -143,14 +144,18 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
         layer_norm(x, p->norm2_w + l * H, p->norm2_b + l * H, H, p->eps);
     }
 
-    /* Running mean of the top layer with the sink's output (the zero state has seen nothing). */
-    const float *pooled = in[3 * p->L + 1];
-    float *pooled_out = out[3 * p->L + 1];
+    /* Running (weighted) mean of the top layer with the sink's output (the zero state has seen nothing; the
+     * sink weighs 1). */
+    const float *pooled = in[tail + 1];
+    float *pooled_out = out[tail + 1];
+    const float total = count > 0.f ? (p->weighted ? in[3 * p->L][0] : count + 1.f) : 1.f;
+    const float weight = p->weighted ? powf(count + 2.f, p->pool_exp) : 1.f;
     for (int k = 0; k < H; ++k) {
-        float total = count > 0.f ? pooled[k] * (count + 1.f) : p->sink_output[k];
-        pooled_out[k] = (total + x[k]) / (count + 2.f);
+        float sum = count > 0.f ? pooled[k] * total : p->sink_output[k];
+        pooled_out[k] = (sum + weight * x[k]) / (total + weight);
     }
-    out[3 * p->L][0] = count + 1.f;
+    if (p->weighted) out[3 * p->L][0] = total + weight;
+    out[tail][0] = count + 1.f;
 
     readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual, tok, tsum, seen, tsum_out,
                       q, emb);

@@ -593,7 +593,9 @@ class TOVAAttentionCell(TF2RNNCell):
     first token ([CLS]) is a learned sink outside the cache (StreamingLLM's attention sink); the position of
     step n is n (the sink is 0), held at `max_position_embeddings - 1` past the table; and the output is the
     running mean of the top layer's outputs including the sink's, as the teacher mean-pools its tokens. With
-    `config.bidirectional_pooling` a `_BidirectionalPooling` correction is added to that mean.
+    `config.bidirectional_pooling` a `_BidirectionalPooling` correction is added to that mean; with
+    `config.pooling_position_exponent` the mean weighs step n by (n + 1) ** p, p learned (SGPT's
+    position-weighted mean pooling for causal models), keeping the total weight as one more state entry.
 
     Training runs the parallel form (every step of a chunk at once, causal mask); it equals the recurrence
     exactly while no row overflows its cache, and `forward` steps one position at a time where one would.
@@ -608,17 +610,23 @@ class TOVAAttentionCell(TF2RNNCell):
         self.layers = nn.ModuleList(_PostNormLayer(config) for _ in range(config.num_hidden_layers))
         self.sink_output = nn.Parameter(torch.zeros(h))  # the sink's top-layer output, for the mean
         self.pooling = _BidirectionalPooling(config) if config.bidirectional_pooling else None
+        p = config.pooling_position_exponent
+        self.pooling_exponent = nn.Parameter(torch.tensor(float(p))) if p is not None else None
+        self._tail = 2 if p is None else 3  # state entries after the layers' and the correction's: [total,] count, mean
         self.slots = config.num_slots
         self.num_outputs = config.num_hidden_layers + 1
 
     def init_parameters(self, copy_) -> None:
         copy_(self.embedding_bias, torch.zeros_like(self.embedding_bias))
         copy_(self.sink_output, torch.zeros_like(self.sink_output))
+        if self.pooling_exponent is not None:
+            copy_(self.pooling_exponent, torch.tensor(float(self.config.pooling_position_exponent)))
 
     def state_shapes(self):
         h, k = self.config.hidden_size, self.slots
         pooling = self.pooling.state_shapes() if self.pooling is not None else []
-        return [(k, h), (k, h), (k,)] * len(self.layers) + pooling + [(1,), (h,)]
+        total = [(1,)] if self.pooling_exponent is not None else []
+        return [(k, h), (k, h), (k,)] * len(self.layers) + pooling + total + [(1,), (h,)]
 
     def _pooled_output(self, x: torch.Tensor, valid: torch.Tensor, means: torch.Tensor, state: State
                        ) -> Tuple[torch.Tensor, list]:
@@ -626,16 +634,28 @@ class TOVAAttentionCell(TF2RNNCell):
         correction where configured) and that term's new state (empty without it)."""
         if self.pooling is None:
             return means, []
-        correction, pooling_state = self.pooling(x, valid, tuple(state[3 * len(self.layers): -2]))
+        correction, pooling_state = self.pooling(x, valid, tuple(state[3 * len(self.layers): -self._tail]))
         return means + correction, list(pooling_state)
 
     def _embed(self, inputs: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
         positions = positions.clamp(max=self.config.max_position_embeddings - 1).long()
         return self.embedding_norm(inputs + self.position_embeddings(positions) + self.embedding_bias)
 
-    def _pooled_sum(self, count: torch.Tensor, pooled: torch.Tensor) -> torch.Tensor:
-        """Sum of the sink's and the top layer's outputs so far ([B, H]); the zero state has seen none."""
-        return torch.where(count > 0, pooled * (count + 1), self.sink_output.to(pooled.dtype).expand_as(pooled))
+    def _pool_weights(self, steps: torch.Tensor) -> torch.Tensor:
+        """Each step's weight in the pooled mean (step n >= 1; the sink, step 0, weighs 1): 1, or (n + 1) ** p."""
+        if self.pooling_exponent is None:
+            return torch.ones_like(steps)
+        return (steps + 1).pow(self.pooling_exponent.to(steps.dtype))
+
+    def _pooled_total(self, count: torch.Tensor, state: State) -> torch.Tensor:
+        """The weight pooled so far ([B, 1]): count + 1 for the plain mean; the zero state holds the sink's 1."""
+        if self.pooling_exponent is None:
+            return count + 1
+        return torch.where(count > 0, state[-3], torch.ones_like(count))
+
+    def _pooled_sum(self, count: torch.Tensor, pooled: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
+        """Weighted sum of the sink's and the top layer's outputs so far ([B, H]); the zero state has seen none."""
+        return torch.where(count > 0, pooled * total, self.sink_output.to(pooled.dtype).expand_as(pooled))
 
     def forward(self, inputs, state, lengths):
         b, t, _ = inputs.shape
@@ -670,12 +690,16 @@ class TOVAAttentionCell(TF2RNNCell):
             new_state += [torch.where(written, torch.einsum("btk,bth->bkh", place, k), keys),
                           torch.where(written, torch.einsum("btk,bth->bkh", place, v), values),
                           torch.maximum(fill, place.sum(1))]
-        seen = count + torch.cumsum(valid.to(inputs.dtype), 1)  # [B, T]
-        sums = self._pooled_sum(count, pooled)[:, None] + torch.cumsum(x * valid[..., None].to(x.dtype), 1)
-        means = sums / (seen + 1)[..., None]
+        weights = self._pool_weights(count + 1 + steps[None]) * valid.to(inputs.dtype)  # [B, T]
+        total = self._pooled_total(count, state)
+        totals = total + torch.cumsum(weights, 1)
+        sums = self._pooled_sum(count, pooled, total)[:, None] + torch.cumsum(x * weights[..., None].to(x.dtype), 1)
+        means = sums / totals[..., None]
         output, pooling_state = self._pooled_output(x, valid, means, state)
         outputs.append(output)
         new_state += pooling_state
+        if self.pooling_exponent is not None:
+            new_state.append(_gather_steps(totals[..., None], lengths, total))
         new_state += [count + lengths[:, None].to(count.dtype), _gather_steps(means, lengths, pooled)]
         return outputs, tuple(new_state)
 
@@ -695,11 +719,14 @@ class TOVAAttentionCell(TF2RNNCell):
             chosen = F.one_hot(target, self.slots).bool()
             new_state += [torch.where(chosen[..., None], k, keys), torch.where(chosen[..., None], v, values),
                           torch.where(chosen, torch.ones((), dtype=fill.dtype), fill)]
-        mean = (self._pooled_sum(count, pooled) + x[:, 0]) / (count + 2)
+        total, weight = self._pooled_total(count, state), self._pool_weights(count + 1)
+        mean = (self._pooled_sum(count, pooled, total) + weight * x[:, 0]) / (total + weight)
         output, pooling_state = self._pooled_output(x, x.new_ones(x.shape[:2], dtype=torch.bool), mean[:, None],
                                                     state)
         outputs.append(output[:, 0])
         new_state += pooling_state
+        if self.pooling_exponent is not None:
+            new_state.append(total + weight)
         return outputs, tuple(new_state) + (count + 1, mean)
 
     def step(self, inputs, state):

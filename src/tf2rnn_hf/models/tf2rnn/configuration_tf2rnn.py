@@ -1,5 +1,6 @@
 """TF2RNN configuration: a recurrent student that follows a transformer's prefix-embedding trajectory."""
 
+import math
 from typing import List, Optional
 
 from transformers import PretrainedConfig
@@ -56,6 +57,11 @@ class TF2RNNConfig(PretrainedConfig):
             `tova_attention` only: add to the pooled mean an O(1) bidirectional linear-attention term, the mean
             over every token of its attention to every token of the prefix, later ones included (what a causal
             layer cannot see); kept as running sums, it costs the same at every step.
+        pooling_position_exponent (`float`, *optional*):
+            `tova_attention` only: pool the top layer's outputs with weight (n + 1) ** p for step n (the sink is
+            step 0), p a learned scalar that starts here, instead of the plain mean (None, the teacher's
+            pooling). SGPT (Muennighoff 2022) pools a causal model's tokens better with p = 1: later tokens
+            have read the whole prefix. One more number of state per row.
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
@@ -112,6 +118,7 @@ class TF2RNNConfig(PretrainedConfig):
         num_slots: int = 32,
         max_position_embeddings: int = 512,
         bidirectional_pooling: bool = False,
+        pooling_position_exponent: Optional[float] = None,
         residual_token_mean: bool = True,
         dropout: float = 0.0,
         skip_token_ids: Optional[List[int]] = None,
@@ -140,6 +147,7 @@ class TF2RNNConfig(PretrainedConfig):
         self.num_slots = num_slots
         self.max_position_embeddings = max_position_embeddings
         self.bidirectional_pooling = bidirectional_pooling
+        self.pooling_position_exponent = pooling_position_exponent
         self.residual_token_mean = residual_token_mean
         self.dropout = dropout
         self.skip_token_ids = list(skip_token_ids) if skip_token_ids is not None else []
@@ -191,6 +199,14 @@ class TF2RNNConfig(PretrainedConfig):
                 )
         if self.bidirectional_pooling and self.cell_type != "tova_attention":
             raise ValueError(f"bidirectional_pooling is a tova_attention option, not one of {self.cell_type!r}.")
+        if self.pooling_position_exponent is not None:
+            if self.cell_type != "tova_attention":
+                raise ValueError(f"pooling_position_exponent is a tova_attention option, not one of "
+                                 f"{self.cell_type!r}.")
+            p = self.pooling_position_exponent
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p):
+                raise ValueError(f"pooling_position_exponent must be a finite number or None, got "
+                                 f"{self.pooling_position_exponent!r}.")
         if self.state_lift and self.cell_type not in ("gru", "lstm"):
             raise ValueError(f"state_lift is available for the gru and lstm cells, not {self.cell_type!r}.")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= float(self.dropout) < 1.0:
