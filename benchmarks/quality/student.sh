@@ -119,3 +119,14 @@ train tova-l6-sampled-90-lr3e-4-grouped-final4 --max_train_texts 30000 --train_s
 train tova-l6-lr3e-4-grouped-seed1 --learning_rate 3e-4 --train_sampling_strategy group_by_length --seed 1
 train tova-l6-lr3e-4-grouped-final4-seed1 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
   --final_weight 4 --seed 1
+# More text at equal minutes: the 45-minute grouped scale row (30,000 sampled texts, ~5 epochs) with twice the
+# texts (the first 60,000 of the same seeded draw, so it holds those 30,000), everything else equal. Whether the
+# student is short of text or of steps at this scale is what decides between a longer CPU run and more texts.
+# From an empty cache its log also times the teacher's trajectories for 60,000 texts.
+train tova-l6-sampled60k-45-lr3e-4-grouped --max_train_texts 60000 --train_sample_seed 0 --train_minutes 45 \
+  --learning_rate 3e-4 --train_sampling_strategy group_by_length
+# Position-weighted pooling (SGPT, Muennighoff 2022: a causal model's later tokens have read the whole prefix,
+# so a mean that weighs step n by (n + 1) ** p pools them better than the plain mean; here p is learned from
+# p = 1): the 20-minute grouped row on the 30,000 sampled texts (tova-l6-sampled-lr3e-4-grouped) with it.
+train tova-l6-sampled-lr3e-4-grouped-posweight --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20 \
+  --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1
