@@ -5,8 +5,9 @@
  * `TOVAAttentionCell._step_all` with every nn.Linear in int8.h's int8.
  *
  * The state is 3L + 2 arrays (per layer keys [S, H], values [S, H], fill [S]; then count [1], pooled [H]),
- * or 3L + 3 with position-weighted pooling (the total weight [1] before count), passed as pointer lists. The new state is written to `out` (which may alias `in`): a stream's earlier
- * states stay valid, as deletes pop back to them. Buffers are caller-owned; nothing here allocates.
+ * or 3L + 3 with position-weighted pooling (the total weight [1] before count), passed as pointer lists.
+ * The new state is written to `out` (which may alias `in`): a stream's earlier states stay valid, as deletes
+ * pop back to them. Buffers are caller-owned; nothing here allocates.
  */
 #include <string.h>
 
