@@ -151,6 +151,9 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
              "student-tova-l6-sampled-45-lr3e-4", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled-45-lr3e-4-grouped-eval", "student-tova-l6-sampled-45-lr3e-4-grouped", False),
+            ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4, length-grouped batches, "
+             "position-weighted pooling (p from 1, learned)", "student-tova-l6-sampled-45-lr3e-4-grouped-posweight-eval",
+             "student-tova-l6-sampled-45-lr3e-4-grouped-posweight", False),
             ("inherited, 6 layers, the same 30,000 texts, 90 min, lr 3e-4, length-grouped batches, "
              "last step weighted 4", "student-tova-l6-sampled-90-lr3e-4-grouped-final4-eval",
              "student-tova-l6-sampled-90-lr3e-4-grouped-final4", False),

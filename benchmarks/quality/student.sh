@@ -130,3 +130,7 @@ train tova-l6-sampled60k-45-lr3e-4-grouped --max_train_texts 60000 --train_sampl
 # p = 1): the 20-minute grouped row on the 30,000 sampled texts (tova-l6-sampled-lr3e-4-grouped) with it.
 train tova-l6-sampled-lr3e-4-grouped-posweight --max_train_texts 30000 --train_sample_seed 0 --train_minutes 20 \
   --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1
+# Position-weighted pooling at the second point of the time axis: the 45-minute grouped scale row
+# (tova-l6-sampled-45-lr3e-4-grouped) with only the pooling changed, as the 20-minute pair above.
+train tova-l6-sampled-45-lr3e-4-grouped-posweight --max_train_texts 30000 --train_sample_seed 0 --train_minutes 45 \
+  --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1
