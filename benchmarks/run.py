@@ -213,6 +213,15 @@ def rss_mb() -> float:
 CAPPED_CHECKPOINTS = 4  # the bounded-memory setting reported beside the default
 
 
+def held_bytes(model, tokenizer, text: str, max_checkpoints=None) -> int:
+    """State bytes one stream holds once `text` is typed: its current state plus the checkpoints that make
+    deletes pops (one per token typed, unless `max_checkpoints` lets the older words' go)."""
+    batch = BatchStreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
+    (one,) = batch.open(1)
+    batch.type({one: text})
+    return batch.nbytes(one)
+
+
 def bench_rss(model, tokenizer, n=1000):
     """Memory of n live streams: the state bytes each holds (counted: current state plus the checkpoints
     that make deletes pops), and the process's RSS growth (allocator reuse makes RSS a lower bound)."""
@@ -223,12 +232,9 @@ def bench_rss(model, tokenizer, n=1000):
     text = "a few words typed so far in this session and a partial wo"
     batch.type({i: text for i in ids})
     after = rss_mb()
-    capped = BatchStreamingEncoder(model, tokenizer, max_checkpoints=CAPPED_CHECKPOINTS)
-    (one,) = capped.open(1)
-    capped.type({one: text})
     return {"streams": n, "rss_growth_mb": after - before, "per_stream_kb": 1024 * (after - before) / n,
             "held_bytes_per_stream": batch.nbytes(ids[0]), "words_typed": len(text.split()),
-            "held_bytes_per_stream_capped": capped.nbytes(one), "capped_checkpoints": CAPPED_CHECKPOINTS,
+            "held_bytes_per_stream_capped": held_bytes(model, tokenizer, text, CAPPED_CHECKPOINTS), "capped_checkpoints": CAPPED_CHECKPOINTS,
             "current_state_bytes_per_stream": model.init_state(1).nbytes(),
             "teacher_keeps_text_bytes_per_stream": len(text)}
 
@@ -437,7 +443,12 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False) -> None:
         info[name] = {"cell": model.config.cell_type, "layers": model.config.num_hidden_layers,
                       "hidden_size": model.config.hidden_size, "state_bytes": model.init_state(1).nbytes(),
                       "parameters_without_token_table": sum(p.numel() for n, p in model.named_parameters()
-                                                            if not n.startswith("embeddings."))}
+                                                            if not n.startswith("embeddings.")),
+                      # what a stream holds grows with the tokens typed (one checkpoint per token)
+                      "held_bytes_per_stream": {n: held_bytes(model, tokenizer, text_of_tokens(tokenizer, n))
+                                                for n in (16, 64)},
+                      f"held_bytes_per_stream_64_tokens_max_checkpoints_{CAPPED_CHECKPOINTS}": held_bytes(
+                          model, tokenizer, text_of_tokens(tokenizer, 64), CAPPED_CHECKPOINTS)}
     t0 = time.perf_counter()
     rows = bench_keystrokes(models, tokenizer, teacher, (16, 64, 256), 10 if quick else 30, onnx_teachers)
     from tf2rnn_hf.data.corpus import load_texts

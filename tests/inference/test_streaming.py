@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tf2rnn_hf.distill import build_student
-from tf2rnn_hf.inference.streaming import BatchStreamingEncoder, StreamingEncoder, keystroke_embeddings
+from tf2rnn_hf.inference.streaming import BatchStreamingEncoder, StreamingEncoder, _SlotCheckpoint, keystroke_embeddings
 
 ALPHABET = "abcdefghij klmnoXYZ.,!?'-\t\n0123é\u0301\u00a0\u200b😀\x01"
 
@@ -16,6 +16,14 @@ def student(teacher, request):
     torch.manual_seed(0)
     model, tokenizer = build_student(teacher, cell_type="gru", hidden_size=32, num_hidden_layers=2,
                                                 token_init="input_embeddings", granularity=request.param)
+    return model.eval(), tokenizer
+
+
+@pytest.fixture(scope="module")
+def inherited(teacher):
+    """An inherited student, whose checkpoints hold rows (`_SlotCheckpoint`): 4 slots, so that edit scripts
+    overflow its caches and pops rebuild states that evictions wrote."""
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=4)
     return model.eval(), tokenizer
 
 
@@ -36,8 +44,18 @@ edit = st.one_of(st.tuples(st.just("type"), st.text(alphabet=ALPHABET, min_size=
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=st.lists(edit, min_size=1, max_size=12))
 def test_any_edit_script_equals_scratch(student, max_checkpoints, script):
-    model, tokenizer = student
-    enc = StreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
+    run_script(*student, StreamingEncoder(*student, max_checkpoints=max_checkpoints), script)
+
+
+@pytest.mark.parametrize("max_checkpoints", [None, 2])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(edit, min_size=1, max_size=12))
+def test_inherited_edit_scripts_equal_scratch(inherited, max_checkpoints, script):
+    run_script(*inherited, StreamingEncoder(*inherited, max_checkpoints=max_checkpoints), script)
+
+
+def run_script(model, tokenizer, enc: StreamingEncoder, script) -> None:
+    """Apply `script` to `enc`, checking its text and embedding against the model from scratch after each edit."""
     text = ""
     for op, arg in script:
         if op == "type":
@@ -162,3 +180,65 @@ def test_max_checkpoints_bounds_what_a_stream_holds(student):
     assert (batch.embedding(i) - scratch(model, tokenizer, text)).abs().max() <= 1e-5
     with pytest.raises(ValueError, match="max_checkpoints must be at least 1"):
         BatchStreamingEncoder(model, tokenizer, max_checkpoints=0)
+
+
+def test_inherited_checkpoints_hold_rows_not_caches(teacher):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=64)
+    model.eval()
+    batch = BatchStreamingEncoder(model, tokenizer)
+    (i,) = batch.open(1)
+    text = " ".join(f"word{k}" for k in range(12)) + " and more"
+    batch.type({i: text})
+    tokens = int(batch.state(i).seen_tokens)
+    whole = model.init_state(1).nbytes()
+    rows = 2 * model.config.num_hidden_layers * model.config.hidden_size * 4  # one key and value row per layer
+    # Whole states for the current word and its base only; one checkpoint per token, each of a few rows.
+    assert tokens > 24 and batch.nbytes(i) <= 4 * whole + tokens * (rows + 8 * 1024)
+    assert batch.nbytes(i) < tokens * whole / 4
+    # Deletes pop back across words to checkpoints that hold rows; typing on rebuilds their caches exactly.
+    batch.delete({i: len(text) - len("word0 word1 wo")})
+    batch.type({i: "rd2 after the pop"})
+    final = "word0 word1 word2 after the pop"
+    assert (batch.embedding(i) - scratch(model, tokenizer, final)).abs().max() <= 1e-5
+    ids = tokenizer(final, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        whole_state = model(ids, use_cache=True).past_state
+    for ours, theirs in zip(batch.state(i).cell_state, whole_state.cell_state):  # every cache row, every fill
+        assert ours.shape == theirs.shape and (ours - theirs).abs().max() <= 1e-5
+
+
+def test_inherited_batched_streams_match_single_streams(inherited, monkeypatch):
+    model, tokenizer = inherited
+    rebuilt = []  # tokens seen by each checkpoint rebuilt from rows
+    materialize = _SlotCheckpoint.materialize
+    monkeypatch.setattr(_SlotCheckpoint, "materialize",
+                        lambda self: (self.full is None and rebuilt.append(int(self.seen_tokens))) or materialize(self))
+    batch = BatchStreamingEncoder(model, tokenizer)
+    ids = batch.open(2)
+    batch.type({ids[0]: "zero one two three four five six", ids[1]: "a second stream of words"})
+    batch.delete({ids[0]: 6, ids[1]: 12})  # pops across words; the batched step below rebuilds both bases
+    batch.type({ids[0]: "ve six seven", ids[1]: "eam its own"})
+    for i, text in zip(ids, ["zero one two three four five six seven", "a second stream its own"]):
+        assert batch.text(i) == text
+        assert (batch.embedding(i) - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    assert max(rebuilt) > model.config.num_slots  # one of them from a chain of rows that evictions wrote
+
+
+def test_inherited_max_checkpoints_bounds_the_rows_too(inherited):
+    model, tokenizer = inherited
+    batch = BatchStreamingEncoder(model, tokenizer, max_checkpoints=3)
+    (i,) = batch.open(1)
+    batch.type({i: "one two three four five six "})
+    held = batch.nbytes(i)
+    batch.type({i: "seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "})
+    # The oldest kept word starts from a whole state; what came before it is let go, rows included.
+    assert batch.nbytes(i) <= 1.25 * held
+    assert batch.nbytes(i) <= 4 * model.init_state(1).nbytes()
+    batch.type({i: "and on"})
+    text = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen " \
+           "seventeen and on"
+    assert (batch.embedding(i) - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    batch.delete({i: len("sixteen seventeen and on")})  # within the kept checkpoints: popped, then typed on
+    batch.type({i: "again"})
+    assert (batch.embedding(i) - scratch(model, tokenizer, text[:-len("sixteen seventeen and on")] + "again")
+            ).abs().max() <= 1e-5

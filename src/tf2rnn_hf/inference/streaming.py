@@ -15,11 +15,17 @@ word-boundary (byte-level: character) states are kept, and a delete that goes ba
 remaining text once (O(length), where a pop is O(1)). A stream whose text has no token yet (empty, or whitespace and
 control characters only for a token-level student) has the all-zero embedding. (ByT5's tokenizer reads
 the literal strings "<pad>", "</s>" and "<unk>" as its special tokens; a byte stream reads their bytes.)
+
+A `tova_attention` student's state is a key/value cache (2.4 MB at six layers and 128 slots) of which a step
+writes one row per layer, so its checkpoints keep only those rows (`_SlotCheckpoint`): whole states are kept
+for the current word and its base, where re-tokenising restarts, and an older checkpoint is rebuilt from its
+ancestors' rows when a delete pops back to it and typing goes on. With `max_checkpoints` the oldest kept
+checkpoint is held whole, as the root of the rows after it.
 """
 
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple, Union
 
 import torch
 
@@ -33,15 +39,77 @@ def is_boundary(char: str) -> bool:
     return char in " \t\n\r" or unicodedata.category(char) == "Zs"
 
 
+class _SlotCheckpoint:
+    """A `tova_attention` student's state after one step, held as what the step wrote: the key and value row
+    of each layer's slot (`rows` [layers, 2, hidden]), every smaller tensor by reference, and the state it
+    stepped from. `full` caches the whole state while it may be stepped from again; `materialize` rebuilds it
+    from the nearest ancestor that still holds one (the empty state at worst)."""
+
+    __slots__ = ("parent", "slots", "rows", "small", "token_sum", "seen_tokens", "last_embedding", "full")
+
+    def __init__(self, parent, slots: List[int], rows: torch.Tensor, small: List[torch.Tensor], full: TF2RNNState):
+        self.parent, self.slots, self.rows, self.small, self.full = parent, slots, rows, small, full
+        self.token_sum, self.seen_tokens, self.last_embedding = full.token_sum, full.seen_tokens, full.last_embedding
+
+    def materialize(self) -> TF2RNNState:
+        if self.full is not None:
+            return self.full
+        chain, node = [], self
+        while isinstance(node, _SlotCheckpoint) and node.full is None:
+            chain.append(node)  # newest first
+            node = node.parent
+        base = node if isinstance(node, TF2RNNState) else node.full
+        rows = torch.stack([c.rows for c in chain])  # [steps, layers, 2, hidden]
+        cell, small = [], iter(self.small)
+        for layer in range(len(self.slots)):
+            latest = {}  # slot -> the chain's newest write to it (a full cache overwrites evicted slots)
+            for i, c in enumerate(chain):
+                latest.setdefault(c.slots[layer], i)
+            slots = torch.tensor(list(latest), dtype=torch.long)
+            steps = torch.tensor(list(latest.values()), dtype=torch.long)
+            for kind in (0, 1):  # keys, values
+                cache = base.cell_state[3 * layer + kind].clone()
+                cache[0, slots] = rows[steps, layer, kind].to(cache.dtype)
+                cell.append(cache)
+            cell.append(next(small))  # the layer's fill
+        cell += list(small)
+        self.full = TF2RNNState(cell, self.token_sum, self.seen_tokens, self.last_embedding)
+        return self.full
+
+    def _tensors(self) -> Tuple[torch.Tensor, ...]:
+        return (self.rows, *self.small, self.token_sum, self.seen_tokens, self.last_embedding,
+                *(self.full._tensors() if self.full is not None else ()))
+
+
+Checkpoint = Union[TF2RNNState, _SlotCheckpoint]
+
+
+def _full(state: Checkpoint) -> TF2RNNState:
+    return state.materialize() if isinstance(state, _SlotCheckpoint) else state
+
+
+def _release(state: Optional[Checkpoint]) -> None:
+    """Let a checkpoint's whole state go (it is rebuilt from rows if it is stepped from again)."""
+    if isinstance(state, _SlotCheckpoint) and state.parent is not None:  # a chain's root keeps it
+        state.full = None
+
+
+def _rebase(state: Optional[Checkpoint]) -> None:
+    """Make a checkpoint whole and the root of its chain, so that the checkpoints before it can go."""
+    if isinstance(state, _SlotCheckpoint):
+        state.materialize()
+        state.parent = None
+
+
 @dataclass
 class _Boundary:
     """A word boundary: restored whole when a delete pops it. `state` and `word_states` are None once
     `max_checkpoints` has let them go."""
 
     start: int  # character index just after the boundary
-    state: Optional[TF2RNNState]  # after every token before it
+    state: Optional[Checkpoint]  # after every token before it
     word_tokens: Optional[List[int]]  # the finished word's tokens
-    word_states: Optional[List[TF2RNNState]]  # and the state after each of them
+    word_states: Optional[List[Checkpoint]]  # and the state after each of them
 
 
 @dataclass
@@ -49,8 +117,8 @@ class _Stream:
     text: str = ""
     boundaries: List[_Boundary] = field(default_factory=list)
     word_tokens: List[int] = field(default_factory=list)  # tokens of the current word already run
-    word_states: List[TF2RNNState] = field(default_factory=list)  # state after each of them
-    char_states: List[Optional[TF2RNNState]] = field(default_factory=list)  # byte-level: state after each character
+    word_states: List[Checkpoint] = field(default_factory=list)  # state after each of them
+    char_states: List[Optional[Checkpoint]] = field(default_factory=list)  # byte-level: state after each character
     dropped: int = 0  # how many of the oldest checkpoints (boundaries, or characters) max_checkpoints let go
 
 
@@ -81,6 +149,8 @@ class BatchStreamingEncoder:
             self.backend.no_padding()
             self.backend.no_truncation()
         self.tokenizer = tokenizer
+        slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
+        self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
         self._empty = model.init_state(1)
         self.streams: Dict[int, _Stream] = {}
         self._next_id = 0
@@ -121,7 +191,7 @@ class BatchStreamingEncoder:
 
     def state(self, stream_id: int) -> TF2RNNState:
         """The model state of the stream's whole text (batch of 1)."""
-        return self._state(self._get(stream_id)).clone()
+        return _full(self._state(self._get(stream_id))).clone()
 
     def nbytes(self, stream_id: int) -> int:
         """Bytes of model state a stream holds: its current state plus the checkpoints kept so that deletes
@@ -130,15 +200,19 @@ class BatchStreamingEncoder:
         states = [self._state(s), *(b.state for b in s.boundaries), *s.word_states, *s.char_states,
                   *(st for b in s.boundaries for st in b.word_states or ())]
         seen = {}
+        visited = set() if states[0] is self._empty else {id(self._empty)}  # shared by every stream
         for state in filter(None, states):
-            for t in state._tensors():
-                seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            while state is not None and id(state) not in visited:  # a row checkpoint holds its ancestors
+                visited.add(id(state))
+                for t in state._tensors():
+                    seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+                state = getattr(state, "parent", None)
         return sum(seen.values())
 
-    def _base(self, s: _Stream) -> TF2RNNState:
+    def _base(self, s: _Stream) -> Checkpoint:
         return s.boundaries[-1].state if s.boundaries else self._empty
 
-    def _state(self, s: _Stream) -> TF2RNNState:
+    def _state(self, s: _Stream) -> Checkpoint:
         if self.byte_level:
             return s.char_states[-1] if s.char_states else self._empty
         return s.word_states[-1] if s.word_states else self._base(s)
@@ -193,7 +267,12 @@ class BatchStreamingEncoder:
                     if dirty:  # the word was typed in this same call: run it before closing it
                         self._refresh([stream_id])
                         dirty = False
-                    # The word is complete and its state computed, so this is a push.
+                    # The word is complete and its state computed, so this is a push. Re-tokenising restarts
+                    # only from the new base or the next word's states: the older checkpoints keep their rows.
+                    current = self._state(s)
+                    for old in (self._base(s), *s.word_states):
+                        if old is not current:
+                            _release(old)
                     s.boundaries.append(_Boundary(len(s.text) + 1, self._state(s), s.word_tokens, s.word_states))
                     s.word_tokens, s.word_states = [], []
                     self._cap(s, s.boundaries, lambda b: _Boundary(b.start, None, None, None))
@@ -235,11 +314,16 @@ class BatchStreamingEncoder:
 
     def _cap(self, s: _Stream, checkpoints: list, drop) -> None:
         """Let go of the oldest checkpoints beyond max_checkpoints (they are a prefix of the list)."""
-        if self.max_checkpoints is None:
+        if self.max_checkpoints is None or len(checkpoints) - s.dropped <= self.max_checkpoints:
             return
         while len(checkpoints) - s.dropped > self.max_checkpoints:
             checkpoints[s.dropped] = drop(checkpoints[s.dropped])
             s.dropped += 1
+        # Row checkpoints chain back through the ones let go: the oldest kept one becomes whole, the root.
+        kept = checkpoints[s.dropped]
+        if isinstance(kept, _Boundary):  # its word's first state stepped from the boundary let go
+            kept = kept.word_states[0] if kept.word_states else kept.state
+        _rebase(kept)
 
     def _word_tokens(self, word: str) -> List[int]:
         if self.backend is not None:
@@ -262,6 +346,7 @@ class BatchStreamingEncoder:
         for r in range(max((len(p[1]) for p in pending), default=0)):
             active = [p for p in pending if len(p[1]) > r]
             for p, new in zip(active, self._step([p[2] for p in active], [p[1][r][0] for p in active])):
+                _release(p[2])  # bytes restart only from the current character's state
                 p[2] = new
                 if p[1][r][1]:
                     p[0].char_states.append(new)
@@ -289,12 +374,36 @@ class BatchStreamingEncoder:
                 s.word_tokens.append(tok)
                 s.word_states.append(new)
 
-    def _step(self, states: List[TF2RNNState], ids: List[int]) -> List[TF2RNNState]:
+    def _step(self, states: List[Checkpoint], ids: List[int]) -> List[Checkpoint]:
         """One step of several streams in one batched model call (`model.step`); a single stream (a
         keystroke at batch 1) skips the concatenating and splitting."""
-        batch = states[0] if len(states) == 1 else TF2RNNState.concat(states)
+        full = [_full(state) for state in states]
+        batch = full[0] if len(states) == 1 else TF2RNNState.concat(full)
         _, new = self.model.step(torch.tensor(ids, dtype=torch.long, device=batch.device), batch)
-        return [new] if len(states) == 1 else [new.index_select([row]) for row in range(len(states))]
+        new = [new] if len(states) == 1 else [new.index_select([row]) for row in range(len(states))]
+        if not self._slot_layers:
+            return new
+        return [self._checkpoint(parent, before, after) for parent, before, after in zip(states, full, new)]
+
+    def _checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState) -> Checkpoint:
+        """`after` as a row checkpoint of `parent` (whose whole state is `before`), or whole where the step
+        wrote other than one row per layer."""
+        layers, cell = self._slot_layers, after.cell_state
+        count, stepped = int(before.cell_state[-2]), int(cell[-2])
+        if stepped != count + 1:
+            return after
+        if count < self.model.config.num_slots:
+            slots = [count] * layers  # caches fill in order until full
+        else:  # a full cache overwrote the slot it evicted
+            slots = []
+            for layer in range(layers):
+                changed = (cell[3 * layer][0] != before.cell_state[3 * layer][0]).any(-1).nonzero()
+                if changed.numel() != 1:
+                    return after
+                slots.append(int(changed))
+        rows = torch.stack([cell[3 * layer + kind][0, slot] for layer, slot in enumerate(slots) for kind in (0, 1)])
+        small = [t for i, t in enumerate(cell) if i >= 3 * layers or i % 3 == 2]
+        return _SlotCheckpoint(parent, slots, rows.view(layers, 2, -1), small, after)
 
 
 class StreamingEncoder:
