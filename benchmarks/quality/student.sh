@@ -134,3 +134,8 @@ train tova-l6-sampled-lr3e-4-grouped-posweight --max_train_texts 30000 --train_s
 # (tova-l6-sampled-45-lr3e-4-grouped) with only the pooling changed, as the 20-minute pair above.
 train tova-l6-sampled-45-lr3e-4-grouped-posweight --max_train_texts 30000 --train_sample_seed 0 --train_minutes 45 \
   --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1
+# Cost after row checkpoints (a stream of an inherited student keeps each step's written rows, not its 2.4 MB
+# cache): both 45-minute grouped students, plain and position-weighted pooling, per keystroke against the
+# teacher in one run, with the bytes a stream holds after 16 and 64 tokens.
+[ -f "$OUT/student-speed-v3.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v3.json" \
+  --compare outputs/student-tova-l6-sampled60k-45-lr3e-4-grouped outputs/student-tova-l6-sampled-45-lr3e-4-grouped-posweight
