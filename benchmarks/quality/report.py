@@ -145,6 +145,10 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("inherited, 6 layers, the same 30,000 texts, 20 min, lr 3e-4, length-grouped batches, "
              "position-weighted pooling (p from 1, learned)", "student-tova-l6-sampled-lr3e-4-grouped-posweight-eval",
              "student-tova-l6-sampled-lr3e-4-grouped-posweight", False),
+            ("inherited, 6 layers, the same 30,000 texts, 20 min, lr 3e-4, length-grouped batches, "
+             "position-weighted pooling, last step weighted 4",
+             "student-tova-l6-sampled-lr3e-4-grouped-posweight-final4-eval",
+             "student-tova-l6-sampled-lr3e-4-grouped-posweight-final4", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",
              "student-tova-l6-sampled-45", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4", "student-tova-l6-sampled-45-lr3e-4-eval",

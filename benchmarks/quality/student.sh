@@ -139,3 +139,8 @@ train tova-l6-sampled-45-lr3e-4-grouped-posweight --max_train_texts 30000 --trai
 # teacher in one run, with the bytes a stream holds after 16 and 64 tokens.
 [ -f "$OUT/student-speed-v3.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v3.json" \
   --compare outputs/student-tova-l6-sampled60k-45-lr3e-4-grouped outputs/student-tova-l6-sampled-45-lr3e-4-grouped-posweight
+# Whether the two last levers stack: the 20-minute weighted row with each text's last step weighted 4 (what
+# --preset inherited now trains), against tova-l6-sampled-lr3e-4-grouped-posweight.
+train tova-l6-sampled-lr3e-4-grouped-posweight-final4 --max_train_texts 30000 --train_sample_seed 0 \
+  --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 \
+  --final_weight 4
