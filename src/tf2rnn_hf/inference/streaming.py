@@ -69,7 +69,7 @@ class _SlotCheckpoint:
             steps = torch.tensor(list(latest.values()), dtype=torch.long)
             for kind in (0, 1):  # keys, values
                 cache = base.cell_state[3 * layer + kind].clone()
-                cache[0, slots] = rows[steps, layer, kind].to(cache.dtype)
+                cache[0, slots] = rows[steps, layer, kind]
                 cell.append(cache)
             cell.append(next(small))  # the layer's fill
         cell += list(small)

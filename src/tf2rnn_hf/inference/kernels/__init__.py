@@ -229,7 +229,7 @@ class Int8TOVAStep(_FusedStep):
             P=config.max_position_embeddings, I=config.intermediate_size, O=config.output_size,
             residual=int(self.residual), eps=config.layer_norm_eps,
             weighted=int(cell.pooling_exponent is not None),
-            pool_exp=float(cell.pooling_exponent) if cell.pooling_exponent is not None else 0.0,
+            pool_exp=cell.pooling_exponent.item() if cell.pooling_exponent is not None else 0.0,
             **{name: t.data_ptr() for name, t in tensors.items()})
         self._params_ref = ctypes.byref(self._params)
         self._shapes = model.cell.state_shapes()
