@@ -161,6 +161,10 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("inherited, 6 layers, the same 30,000 texts, 90 min, lr 3e-4, length-grouped batches, "
              "last step weighted 4", "student-tova-l6-sampled-90-lr3e-4-grouped-final4-eval",
              "student-tova-l6-sampled-90-lr3e-4-grouped-final4", False),
+            ("inherited, 6 layers, the same 30,000 texts, 60 min, lr 3e-4, length-grouped batches, "
+             "position-weighted pooling, last step weighted 4",
+             "student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-eval",
+             "student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
