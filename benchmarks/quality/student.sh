@@ -158,3 +158,13 @@ train tova-l6-sampled-60-lr3e-4-grouped-posweight-final4 --max_train_texts 30000
 train tova-l6-sampled-lr3e-4-grouped-posweight-final4-bs32 --max_train_texts 30000 --train_sample_seed 0 \
   --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 \
   --final_weight 4 --per_device_train_batch_size 32
+# The card student's own cost (student-speed-v3.json measured two students of its shape): per keystroke against the
+# teacher in one run, and the bytes a stream holds.
+[ -f "$OUT/student-speed-v4.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v4.json" \
+  --compare outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4
+# Few texts, many epochs: the preset's recipe at 20 minutes on the first 12,000 of the same seeded draw (~5 epochs),
+# against the 30,000 texts' 2.00 epochs. A user distilling on their own text may have only this many sentences;
+# with the 60,000-text row it spans the text axis at equal minutes.
+train tova-l6-sampled12k-lr3e-4-grouped-posweight-final4 --max_train_texts 12000 --train_sample_seed 0 \
+  --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 \
+  --final_weight 4
