@@ -1,0 +1,104 @@
+"""Probe: where one fused int8 keystroke of a `tova_attention` student goes, by section of `tova_step.c`.
+
+Builds a copy of the kernel with rdtsc counters around its sections (in a temporary folder; the package's
+kernel is untouched), runs it on a saved student at several prefix lengths and prints each section's share, and
+times the step three ways: into fresh tensors (what `model.step` does), into buffers kept between calls, and in
+place (one row per layer written). A probe for deciding what to speed up, not a benchmark figure.
+
+    python benchmarks/probes/kernel_sections.py outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4
+"""
+
+import argparse
+import ctypes
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from tf2rnn_hf import TF2RNNModel
+from tf2rnn_hf.inference.kernels import step_kernel_for
+
+KERNELS = Path(__file__).resolve().parents[2] / "src" / "tf2rnn_hf" / "inference" / "kernels"
+SECTIONS = ("qkv gemv", "attention", "eviction + state copy", "out gemv + norm + up gemv", "gelu", "down gemv")
+# (text to find, what goes before it): a counter starts (TIC) or stops (TOC) there.
+MARKS = (("        float sx = quantize_u8(x, H, q);\n        gemv(p->w_qkv", "TIC(a) "),
+         ("        const float *qv = qkv,", "TOC(a, 0) TIC(b)\n"),
+         ("        /* TOVA: a full cache", "TOC(b, 1) TIC(c)\n"),
+         ("        float sm = quantize_u8(mixed, H, q);", "TOC(c, 2) TIC(d)\n"),
+         ("        for (int k = 0; k < I; ++k) up[k] = 0.5f", "TOC(d, 3) TIC(e)\n"),
+         ("        float su = quantize_u8(up, I, q);", "TOC(e, 4) TIC(f)\n"),
+         ("        layer_norm(x, p->norm2_w", "TOC(f, 5)\n"))
+
+
+def instrumented(folder: Path) -> ctypes.CDLL:
+    src = (KERNELS / "tova_step.c").read_text()
+    src = src.replace('#include "int8.h"', '#include "int8.h"\n#include <x86intrin.h>\nunsigned long long T[8];\n'
+                      "#define TIC(i) unsigned long long _t##i = __rdtsc();\n#define TOC(i, k) T[k] += __rdtsc() - _t##i;\n")
+    for anchor, mark in MARKS:
+        if src.count(anchor) != 1:
+            raise SystemExit(f"tova_step.c changed: cannot place a counter before {anchor.strip()!r}")
+        src = src.replace(anchor, mark + anchor)
+    (folder / "tova_step.c").write_text(src)
+    shutil.copy(KERNELS / "int8.h", folder / "int8.h")
+    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", str(folder / "tova_step.c"), "-o",
+                    str(folder / "libprobe.so"), "-lm"], check=True)
+    return ctypes.CDLL(str(folder / "libprobe.so"))
+
+
+def best_us(fn, calls: int = 200, rounds: int = 3) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        for _ in range(20):
+            fn()
+        t = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        best = min(best, (time.perf_counter() - t) / calls * 1e6)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model")
+    parser.add_argument("--tokens", default="16,64,200")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    model = TF2RNNModel.from_pretrained(args.model).eval()
+    kernel = step_kernel_for(model)
+    if kernel is None or model.config.cell_type != "tova_attention":
+        raise SystemExit("needs a tova_attention student and a C compiler")
+    step = kernel.lib.tf2rnn_tova_step
+    with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
+        probe = instrumented(Path(folder))
+        probe.tf2rnn_tova_step.argtypes, probe.tf2rnn_tova_step.restype = step.argtypes, None
+        counters = (ctypes.c_ulonglong * 8).in_dll(probe, "T")
+        for n in map(int, args.tokens.split(",")):
+            state = model.init_state(1)
+            for i in range(n):
+                _, state = kernel(1000 + i, state)
+            old = [t.contiguous() for t in state.cell_state]
+            kept, work = [torch.empty_like(t) for t in old], [t.clone() for t in old]
+            ptrs = [kernel._pointers(*(t.data_ptr() for t in ts)) for ts in (old, kept, work)]
+            tsum, emb = state.token_sum.contiguous(), torch.empty(1, kernel.output_size)
+            tsum_out, seen = tsum.clone(), state.seen_tokens + 1
+
+            def call(lib, src, dst):
+                return lambda: lib(kernel._params_ref, 2000, src, dst, tsum.data_ptr(), seen.data_ptr(),
+                                   tsum_out.data_ptr(), emb.data_ptr())
+            times = {"fresh tensors": best_us(lambda: kernel(2000, state)),
+                     "kept buffers": best_us(call(step, ptrs[0], ptrs[1])),
+                     "in place": best_us(call(step, ptrs[2], ptrs[2]))}
+            for i in range(8):
+                counters[i] = 0
+            for _ in range(500):
+                call(probe.tf2rnn_tova_step, ptrs[0], ptrs[1])()
+            total = sum(counters[i] for i in range(len(SECTIONS)))
+            shares = ", ".join(f"{name} {counters[i] / total:.0%}" for i, name in enumerate(SECTIONS))
+            print(f"{n} tokens: " + ", ".join(f"{k} {v:.0f} us" for k, v in times.items()) + f"; sections: {shares}")
+
+
+if __name__ == "__main__":
+    main()
