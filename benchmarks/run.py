@@ -234,7 +234,8 @@ def bench_rss(model, tokenizer, n=1000):
     after = rss_mb()
     return {"streams": n, "rss_growth_mb": after - before, "per_stream_kb": 1024 * (after - before) / n,
             "held_bytes_per_stream": batch.nbytes(ids[0]), "words_typed": len(text.split()),
-            "held_bytes_per_stream_capped": held_bytes(model, tokenizer, text, CAPPED_CHECKPOINTS), "capped_checkpoints": CAPPED_CHECKPOINTS,
+            "held_bytes_per_stream_capped": held_bytes(model, tokenizer, text, CAPPED_CHECKPOINTS),
+            "capped_checkpoints": CAPPED_CHECKPOINTS,
             "current_state_bytes_per_stream": model.init_state(1).nbytes(),
             "teacher_keeps_text_bytes_per_stream": len(text)}
 

@@ -12,14 +12,17 @@ import argparse
 import ctypes
 import shutil
 import subprocess
+import sys
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
 from tf2rnn_hf import TF2RNNModel
 from tf2rnn_hf.inference.kernels import step_kernel_for
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from run import summary, timed  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parents[2] / "src" / "tf2rnn_hf" / "inference" / "kernels"
 SECTIONS = ("qkv gemv", "attention", "eviction + state copy", "out gemv + norm + up gemv", "gelu", "down gemv")
@@ -48,16 +51,10 @@ def instrumented(folder: Path) -> ctypes.CDLL:
     return ctypes.CDLL(str(folder / "libprobe.so"))
 
 
-def best_us(fn, calls: int = 200, rounds: int = 3) -> float:
-    best = float("inf")
-    for _ in range(rounds):
-        for _ in range(20):
-            fn()
-        t = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        best = min(best, (time.perf_counter() - t) / calls * 1e6)
-    return best
+def median_us(fn, calls: int = 600) -> float:
+    for _ in range(20):  # past the first calls' cold caches
+        fn()
+    return 1e3 * summary(timed(fn, calls))["median_ms"]
 
 
 def main() -> None:
@@ -88,9 +85,9 @@ def main() -> None:
             def call(lib, src, dst):
                 return lambda: lib(kernel._params_ref, 2000, src, dst, tsum.data_ptr(), seen.data_ptr(),
                                    tsum_out.data_ptr(), emb.data_ptr())
-            times = {"fresh tensors": best_us(lambda: kernel(2000, state)),
-                     "kept buffers": best_us(call(step, ptrs[0], ptrs[1])),
-                     "in place": best_us(call(step, ptrs[2], ptrs[2]))}
+            times = {"fresh tensors": median_us(lambda: kernel(2000, state)),
+                     "kept buffers": median_us(call(step, ptrs[0], ptrs[1])),
+                     "in place": median_us(call(step, ptrs[2], ptrs[2]))}
             for i in range(8):
                 counters[i] = 0
             for _ in range(500):

@@ -273,7 +273,7 @@ class BatchStreamingEncoder:
                     for old in (self._base(s), *s.word_states):
                         if old is not current:
                             _release(old)
-                    s.boundaries.append(_Boundary(len(s.text) + 1, self._state(s), s.word_tokens, s.word_states))
+                    s.boundaries.append(_Boundary(len(s.text) + 1, current, s.word_tokens, s.word_states))
                     s.word_tokens, s.word_states = [], []
                     self._cap(s, s.boundaries, lambda b: _Boundary(b.start, None, None, None))
                 else:
