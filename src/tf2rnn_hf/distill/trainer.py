@@ -46,6 +46,8 @@ class DistillationTrainer(Trainer):
             # The stock bar counts steps towards max_steps (10**9 here: "1651/1000000000 [06:40<71609:24:28]").
             if self.pop_callback(ProgressCallback) is not None:
                 self.add_callback(TimeBudgetProgressCallback(self))
+        if args.freeze_embeddings:  # before create_optimizer, which takes only what requires grad
+            self.model.get_input_embeddings().requires_grad_(False)
         self.schedule = args.schedule
         self.transition = TransitionLoss(args.distance, args.final_weight)
         self.rollout = RolloutLoss(args.distance, args.final_weight, args.tbptt)
