@@ -2,8 +2,9 @@
 
 Builds a copy of the kernel with rdtsc counters around its sections (in a temporary folder; the package's
 kernel is untouched), runs it on a saved student at several prefix lengths and prints each section's share, and
-times the step three ways: into fresh tensors (what `model.step` does), into buffers kept between calls, and in
-place (one row per layer written). A probe for deciding what to speed up, not a benchmark figure.
+times the step four ways: into fresh tensors (what `model.step` does), as rows only (what the streaming encoder
+does), into buffers kept between calls, and in place (one row per layer written). A probe for deciding what to
+speed up, not a benchmark figure.
 
     python benchmarks/probes/kernel_sections.py outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4
 """
@@ -31,7 +32,7 @@ MARKS = (("        float sx = quantize_u8(x, H, q);\n        gemv(p->w_qkv", "TI
          ("        const float *qv = qkv,", "TOC(a, 0) TIC(b)\n"),
          ("        /* TOVA: a full cache", "TOC(b, 1) TIC(c)\n"),
          ("        float sm = quantize_u8(mixed, H, q);", "TOC(c, 2) TIC(d)\n"),
-         ("        for (int k = 0; k < I; ++k) up[k] = 0.5f", "TOC(d, 3) TIC(e)\n"),
+         ("        gelu(up, I);", "TOC(d, 3) TIC(e)\n"),
          ("        float su = quantize_u8(up, I, q);", "TOC(e, 4) TIC(f)\n"),
          ("        layer_norm(x, p->norm2_w", "TOC(f, 5)\n"))
 
@@ -83,9 +84,10 @@ def main() -> None:
             tsum_out, seen = tsum.clone(), state.seen_tokens + 1
 
             def call(lib, src, dst):
-                return lambda: lib(kernel._params_ref, 2000, src, dst, tsum.data_ptr(), seen.data_ptr(),
+                return lambda: lib(kernel._params_ref, 2000, src, dst, None, None, tsum.data_ptr(), seen.data_ptr(),
                                    tsum_out.data_ptr(), emb.data_ptr())
             times = {"fresh tensors": median_us(lambda: kernel(2000, state)),
+                     "rows only": median_us(lambda: kernel.step_rows(2000, state)),
                      "kept buffers": median_us(call(step, ptrs[0], ptrs[1])),
                      "in place": median_us(call(step, ptrs[2], ptrs[2]))}
             for i in range(8):

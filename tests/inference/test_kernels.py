@@ -112,13 +112,35 @@ def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, res
     assert (ours.last_embedding.norm() - 1).abs() <= 1e-5
 
 
+@torch.no_grad()
+def test_tova_step_rows_are_the_whole_step():
+    # step_rows writes the rows, slots and small entries of the state __call__ writes whole: the parent with
+    # those rows in place is that state, bit for bit, through evictions (40 tokens, 6 slots).
+    model = _tova(128, False, pooling_position_exponent=1.0)
+    step = Int8TOVAStep(model)
+    state = model.init_state(1)
+    for token in torch.randint(0, 300, (40,)).tolist():
+        emb, whole = step(token, state)
+        emb_rows, slots, rows, small, token_sum, seen = step.step_rows(token, state)
+        assert torch.equal(emb, emb_rows) and torch.equal(seen, whole.seen_tokens)
+        assert torch.equal(token_sum, whole.token_sum)
+        for layer, slot in enumerate(slots):
+            for kind in (0, 1):
+                rebuilt = state.cell_state[3 * layer + kind].clone()
+                rebuilt[0, slot] = rows[layer, kind]
+                assert torch.equal(rebuilt, whole.cell_state[3 * layer + kind])
+        assert all(torch.equal(a, whole.cell_state[i]) for a, i in zip(small, step.small))
+        state = whole
+    assert int(state.cell_state[-2]) == 40
+
+
 def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch):
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8)
     quantized = quantize_int8(model)
     assert isinstance(quantized.step_kernel, Int8TOVAStep)
     calls = []
-    real = quantized.step_kernel.__call__
-    monkeypatch.setattr(Int8TOVAStep, "__call__", lambda self, *a: calls.append(1) or real(*a))
+    real = quantized.step_kernel.step_rows
+    monkeypatch.setattr(Int8TOVAStep, "step_rows", lambda self, *a: calls.append(1) or real(*a))
     encoder = StreamingEncoder(quantized, tokenizer)
     encoder.type("search as you tyep with a cache")
     encoder.delete(2)

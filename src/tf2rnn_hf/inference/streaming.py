@@ -42,14 +42,17 @@ def is_boundary(char: str) -> bool:
 class _SlotCheckpoint:
     """A `tova_attention` student's state after one step, held as what the step wrote: the key and value row
     of each layer's slot (`rows` [layers, 2, hidden]), every smaller tensor by reference, and the state it
-    stepped from. `full` caches the whole state while it may be stepped from again; `materialize` rebuilds it
-    from the nearest ancestor that still holds one (the empty state at worst)."""
+    stepped from. `full` caches the whole state while it may be stepped from again (None where the fused step
+    wrote only the rows); `materialize` builds it from the nearest ancestor that holds one (the empty state at
+    worst)."""
 
     __slots__ = ("parent", "slots", "rows", "small", "token_sum", "seen_tokens", "last_embedding", "full")
 
-    def __init__(self, parent, slots: List[int], rows: torch.Tensor, small: List[torch.Tensor], full: TF2RNNState):
+    def __init__(self, parent, slots: List[int], rows: torch.Tensor, small: List[torch.Tensor],
+                 token_sum: torch.Tensor, seen_tokens: torch.Tensor, last_embedding: torch.Tensor,
+                 full: Optional[TF2RNNState] = None):
         self.parent, self.slots, self.rows, self.small, self.full = parent, slots, rows, small, full
-        self.token_sum, self.seen_tokens, self.last_embedding = full.token_sum, full.seen_tokens, full.last_embedding
+        self.token_sum, self.seen_tokens, self.last_embedding = token_sum, seen_tokens, last_embedding
 
     def materialize(self) -> TF2RNNState:
         if self.full is not None:
@@ -378,6 +381,13 @@ class BatchStreamingEncoder:
         """One step of several streams in one batched model call (`model.step`); a single stream (a
         keystroke at batch 1) skips the concatenating and splitting."""
         full = [_full(state) for state in states]
+        kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
+        if len(states) == 1 and self._slot_layers and hasattr(kernel, "step_rows"):
+            # A keystroke's new state is its parent plus one row per layer: the fused step writes only those
+            # (copying a whole cache per keystroke cost ~a quarter of it), and the whole state is built only
+            # for a checkpoint that is stepped from again.
+            emb, slots, rows, small, token_sum, seen = kernel.step_rows(ids[0], full[0])
+            return [_SlotCheckpoint(states[0], slots, rows, small, token_sum, seen, emb)]
         batch = full[0] if len(states) == 1 else TF2RNNState.concat(full)
         _, new = self.model.step(torch.tensor(ids, dtype=torch.long, device=batch.device), batch)
         new = [new] if len(states) == 1 else [new.index_select([row]) for row in range(len(states))]
@@ -403,7 +413,8 @@ class BatchStreamingEncoder:
                 slots.append(int(changed))
         rows = torch.stack([cell[3 * layer + kind][0, slot] for layer, slot in enumerate(slots) for kind in (0, 1)])
         small = [t for i, t in enumerate(cell) if i >= 3 * layers or i % 3 == 2]
-        return _SlotCheckpoint(parent, slots, rows.view(layers, 2, -1), small, after)
+        return _SlotCheckpoint(parent, slots, rows.view(layers, 2, -1), small, after.token_sum, after.seen_tokens,
+                               after.last_embedding, after)
 
 
 class StreamingEncoder:

@@ -83,7 +83,7 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_gru_step.restype = None
     lib.tf2rnn_gru_step.argtypes = [ctypes.POINTER(_Params), ctypes.c_int64] + [ctypes.c_void_p] * 6
     lib.tf2rnn_tova_step.restype = None
-    lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 6
+    lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 8
     return lib
 
 
@@ -234,20 +234,40 @@ class Int8TOVAStep(_FusedStep):
         self._params_ref = ctypes.byref(self._params)
         self._shapes = model.cell.state_shapes()
         self._pointers = ctypes.c_void_p * len(self._shapes)
+        # What a step rewrites whole: each layer's fill, then the pooling entries; keys and values get a row.
+        self.small = [i for i in range(len(self._shapes)) if i >= 3 * self.layers or i % 3 == 2]
 
-    def __call__(self, input_ids, state: TF2RNNState):
-        """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
-        batch-1 fp32 CPU state, left unchanged."""
+    def _run(self, input_ids, state: TF2RNNState, new: List[Optional[torch.Tensor]], rows=None, slots=None):
         token_id = self._token(input_ids)
         old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
-        new = [torch.empty((1, *shape)) for shape in self._shapes]
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # written only then
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
         self.lib.tf2rnn_tova_step(self._params_ref, token_id, self._pointers(*(t.data_ptr() for t in old)),
-                                  self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(), seen.data_ptr(),
-                                  token_sum.data_ptr(), emb.data_ptr())
+                                  self._pointers(*(None if t is None else t.data_ptr() for t in new)),
+                                  None if rows is None else rows.data_ptr(), None if slots is None else
+                                  slots.data_ptr(), tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(),
+                                  emb.data_ptr())
+        return emb, token_sum, seen
+
+    def __call__(self, input_ids, state: TF2RNNState):
+        """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
+        batch-1 fp32 CPU state, left unchanged."""
+        new = [torch.empty((1, *shape)) for shape in self._shapes]
+        emb, token_sum, seen = self._run(input_ids, state, new)
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
+
+    def step_rows(self, input_ids, state: TF2RNNState):
+        """One step that writes what changed and no whole state: (embedding [1, O], the slot each layer wrote,
+        the key and value rows written [layers, 2, H], the entries of `small` (each layer's fill, then the
+        pooling's), token sum, seen tokens). The new state is `state` with those rows and entries: the
+        streaming encoder keeps it so and builds it only if it is stepped from again."""
+        new: List[Optional[torch.Tensor]] = [None] * len(self._shapes)
+        for i in self.small:
+            new[i] = torch.empty((1, *self._shapes[i]))
+        rows, slots = torch.empty(self.layers, 2, self.hidden_size), torch.empty(self.layers, dtype=torch.int32)
+        emb, token_sum, seen = self._run(input_ids, state, new, rows, slots)
+        return emb, slots.tolist(), rows, [new[i] for i in self.small], token_sum, seen
 
 
 KERNELS = (Int8GRUStep, Int8TOVAStep)

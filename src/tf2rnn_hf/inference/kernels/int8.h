@@ -58,20 +58,26 @@ static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const f
         }
     }
 #elif defined(__AVX2__)
-    /* Without VNNI: vpmaddubsw on |w| and sign(w) * (xu - 128), both within [-127, 127], so its 16-bit pair
-     * sums (<= 2 * 127 * 127) cannot saturate; vpmaddwd widens them to 32 bits. Four rows at a time. */
+    /* Without VNNI: vpmaddubsw on |x| and sign(x) * w, both within [-127, 127], so its 16-bit pair sums
+     * (<= 2 * 127 * 127) cannot saturate; vpmaddwd widens them to 32 bits. |x| is shared by every row, so
+     * each row's 32 bytes take one vpsignb (taking |w| and sign(w) * x per row took two: ~10% of the gemvs,
+     * benchmarks/probes/gemv_variants.c). Four rows at a time. */
     if (cols % 32 == 0) {
         int8_t xs[cols];
-        for (int j = 0; j < cols; ++j) xs[j] = (int8_t)(xu[j] ^ 0x80);  /* xu - 128 */
+        uint8_t ax[cols];
+        for (int j = 0; j < cols; ++j) {
+            xs[j] = (int8_t)(xu[j] ^ 0x80);  /* xu - 128 */
+            ax[j] = (uint8_t)(xs[j] < 0 ? -xs[j] : xs[j]);
+        }
         const __m256i ones = _mm256_set1_epi16(1);
-#define TF2RNN_DOT32(acc, wp) do { __m256i wv = _mm256_loadu_si256((const __m256i *)(wp)); \
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(wv, wv), \
-              _mm256_sign_epi8(xv, wv)), ones)); } while (0)
+#define TF2RNN_DOT32(acc, wp) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(av, \
+        _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(wp)), xv)), ones))
         for (; i + 4 <= rows; i += 4) {
             const int8_t *w0 = w + (int64_t)i * cols;
             __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
             for (int j = 0; j < cols; j += 32) {
                 __m256i xv = _mm256_loadu_si256((const __m256i *)(xs + j));
+                __m256i av = _mm256_loadu_si256((const __m256i *)(ax + j));
                 TF2RNN_DOT32(a0, w0 + j);
                 TF2RNN_DOT32(a1, w0 + cols + j);
                 TF2RNN_DOT32(a2, w0 + 2 * cols + j);
