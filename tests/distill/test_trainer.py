@@ -128,6 +128,22 @@ def test_tiny_run_lowers_held_out_loss(teacher, data, tmp_path):
     assert any("loss_neighbour" in h for h in logged)
 
 
+def test_freeze_embeddings_keeps_the_table_and_trains_the_rest(teacher, data, tmp_path):
+    model, tok = _student(teacher)
+    table, rest = model.get_input_embeddings().weight.detach().clone(), model.readout.weight.detach().clone()
+    args = DistillationTrainingArguments(
+        output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=3, per_device_train_batch_size=8,
+        learning_rate=1e-2, remove_unused_columns=False, save_strategy="no", seed=0, disable_tqdm=True,
+        freeze_embeddings=True)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
+                                  data_collator=TrajectoryCollator(tok.pad_token_id))
+    trainer.train()
+    assert torch.equal(model.get_input_embeddings().weight, table)
+    assert not torch.equal(model.readout.weight, rest)
+    table = model.get_input_embeddings().weight
+    assert all(p is not table for group in trainer.optimizer.param_groups for p in group["params"])
+
+
 def test_time_budget_progress_shows_minutes_not_a_billion_steps(teacher, data, tmp_path, capfd):
     model, tok = _student(teacher)
     args = DistillationTrainingArguments(

