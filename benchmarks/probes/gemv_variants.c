@@ -13,7 +13,17 @@
 #define H 384
 #define I 1536
 
-// A: the kernel's gemv before the probe: |w| and sign(w) * x per row, two vpsignb per 32 bytes and row.
+// y[i + k] for four rows from their 32-bit accumulators (minus the 128 offset's row sums where `r` is given).
+static void store4(__m256i a0, __m256i a1, __m256i a2, __m256i a3, const float *s, const int32_t *r, const float *b,
+                   float sx, float *y) {
+    __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
+    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    int32_t acc[4];
+    _mm_storeu_si128((__m128i *)acc, sum);
+    for (int k = 0; k < 4; ++k) y[k] = (float)(acc[k] - (r ? 128 * r[k] : 0)) * s[k] * sx + b[k];
+}
+
+// A: the kernel's gemv before this probe: |w| and sign(w) * x per row, two vpsignb per 32 bytes and row.
 static void gemv_sign_per_row(const int8_t *w, const float *s, const float *b, const uint8_t *xu, float sx,
                               int rows, int cols, float *y) {
     int8_t xs[cols];
@@ -24,27 +34,21 @@ static void gemv_sign_per_row(const int8_t *w, const float *s, const float *b, c
               _mm256_sign_epi8(xv, wv)), ones)); } while (0)
     for (int i = 0; i + 4 <= rows; i += 4) {
         const int8_t *w0 = w + (int64_t)i * cols;
-        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        __m256i a[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
         for (int j = 0; j < cols; j += 32) {
             __m256i xv = _mm256_loadu_si256((const __m256i *)(xs + j));
-            DOT(a0, w0 + j);
-            DOT(a1, w0 + cols + j);
-            DOT(a2, w0 + 2 * cols + j);
-            DOT(a3, w0 + 3 * cols + j);
+            for (int k = 0; k < 4; ++k) DOT(a[k], w0 + k * cols + j);
         }
-        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
-        __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-        int32_t acc[4];
-        _mm_storeu_si128((__m128i *)acc, sum);
-        for (int k = 0; k < 4; ++k) y[i + k] = (float)acc[k] * s[i + k] * sx + b[i + k];
+        store4(a[0], a[1], a[2], a[3], s + i, NULL, b + i, sx, y + i);
     }
 #undef DOT
 }
 
-// B (int8.h's gemv since): |x| once per column block (it is shared by the rows), sign(w, x) per row: one vpsignb per 32 bytes and
-// row instead of two, with the same integer sums.
-static void gemv_abs_hoisted(const int8_t *w, const float *s, const float *b, const uint8_t *xu, float sx,
-                             int rows, int cols, float *y, int row_block) {
+// B (int8.h's gemv since, four rows at a time) with eight rows at a time: |x| once per column block, shared by
+// the rows, and sign(w, x) per row: one vpsignb per 32 bytes and row, the same integer sums as A.
+static void gemv_abs_hoisted8(const int8_t *w, const float *s, const float *b, const uint8_t *xu, float sx,
+                              int rows, int cols, float *y) {
     int8_t xs[cols];
     uint8_t ax[cols];
     for (int j = 0; j < cols; ++j) {
@@ -52,47 +56,20 @@ static void gemv_abs_hoisted(const int8_t *w, const float *s, const float *b, co
         ax[j] = (uint8_t)abs(xs[j]);
     }
     const __m256i ones = _mm256_set1_epi16(1);
-#define DOT(acc, wp) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(av, \
-        _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(wp)), xv)), ones))
-    int i = 0;
-    if (row_block == 8) {
-        for (; i + 8 <= rows; i += 8) {
-            const int8_t *w0 = w + (int64_t)i * cols;
-            __m256i a[8];
-            for (int k = 0; k < 8; ++k) a[k] = _mm256_setzero_si256();
-            for (int j = 0; j < cols; j += 32) {
-                __m256i xv = _mm256_loadu_si256((const __m256i *)(xs + j));
-                __m256i av = _mm256_loadu_si256((const __m256i *)(ax + j));
-                for (int k = 0; k < 8; ++k) DOT(a[k], w0 + k * cols + j);
-            }
-            for (int half = 0; half < 2; ++half) {
-                __m256i *q = a + 4 * half;
-                __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(q[0], q[1]), _mm256_hadd_epi32(q[2], q[3]));
-                __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-                int32_t acc[4];
-                _mm_storeu_si128((__m128i *)acc, sum);
-                for (int k = 0; k < 4; ++k) y[i + 4 * half + k] = (float)acc[k] * s[i + 4 * half + k] * sx + b[i + 4 * half + k];
-            }
-        }
-    }
-    for (; i + 4 <= rows; i += 4) {
+    for (int i = 0; i + 8 <= rows; i += 8) {
         const int8_t *w0 = w + (int64_t)i * cols;
-        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        __m256i a[8];
+        for (int k = 0; k < 8; ++k) a[k] = _mm256_setzero_si256();
         for (int j = 0; j < cols; j += 32) {
             __m256i xv = _mm256_loadu_si256((const __m256i *)(xs + j));
             __m256i av = _mm256_loadu_si256((const __m256i *)(ax + j));
-            DOT(a0, w0 + j);
-            DOT(a1, w0 + cols + j);
-            DOT(a2, w0 + 2 * cols + j);
-            DOT(a3, w0 + 3 * cols + j);
+            for (int k = 0; k < 8; ++k)
+                a[k] = _mm256_add_epi32(a[k], _mm256_madd_epi16(_mm256_maddubs_epi16(av, _mm256_sign_epi8(
+                    _mm256_loadu_si256((const __m256i *)(w0 + k * cols + j)), xv)), ones));
         }
-        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
-        __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-        int32_t acc[4];
-        _mm_storeu_si128((__m128i *)acc, sum);
-        for (int k = 0; k < 4; ++k) y[i + k] = (float)acc[k] * s[i + k] * sx + b[i + k];
+        store4(a[0], a[1], a[2], a[3], s + i, NULL, b + i, sx, y + i);
+        store4(a[4], a[5], a[6], a[7], s + i + 4, NULL, b + i + 4, sx, y + i + 4);
     }
-#undef DOT
 }
 
 // C: weights in 7 bits ([-63, 63]) so vpmaddubsw takes the unsigned activations (xu in [1, 255]) directly:
@@ -100,25 +77,18 @@ static void gemv_abs_hoisted(const int8_t *w, const float *s, const float *b, co
 static void gemv_w7(const int8_t *w, const float *s, const int32_t *rowsum, const float *b, const uint8_t *xu,
                     float sx, int rows, int cols, float *y) {
     const __m256i ones = _mm256_set1_epi16(1);
-#define DOT(acc, wp) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(xv, \
-        _mm256_loadu_si256((const __m256i *)(wp))), ones))
     for (int i = 0; i + 4 <= rows; i += 4) {
         const int8_t *w0 = w + (int64_t)i * cols;
-        __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+        __m256i a[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                        _mm256_setzero_si256()};
         for (int j = 0; j < cols; j += 32) {
             __m256i xv = _mm256_loadu_si256((const __m256i *)(xu + j));
-            DOT(a0, w0 + j);
-            DOT(a1, w0 + cols + j);
-            DOT(a2, w0 + 2 * cols + j);
-            DOT(a3, w0 + 3 * cols + j);
+            for (int k = 0; k < 4; ++k)
+                a[k] = _mm256_add_epi32(a[k], _mm256_madd_epi16(_mm256_maddubs_epi16(xv, _mm256_loadu_si256(
+                    (const __m256i *)(w0 + k * cols + j))), ones));
         }
-        __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
-        __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-        int32_t acc[4];
-        _mm_storeu_si128((__m128i *)acc, sum);
-        for (int k = 0; k < 4; ++k) y[i + k] = (float)(acc[k] - 128 * rowsum[i + k]) * s[i + k] * sx + b[i + k];
+        store4(a[0], a[1], a[2], a[3], s + i, rowsum + i, b + i, sx, y + i);
     }
-#undef DOT
 }
 
 static double now(void) {
@@ -166,18 +136,18 @@ int main(void) {
     for (int k = 0; k < 4; ++k) {
         mat *a = &m[k];
         gemv(a->w, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
-        for (int v = 0; v < 3; ++v) {
+        for (int v = 0; v < 2; ++v) {
             if (v == 0) gemv_sign_per_row(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y1);
-            else gemv_abs_hoisted(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y1, 4 * v);
+            else gemv_abs_hoisted8(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y1);
             for (int i = 0; i < a->rows; ++i)
                 if (y0[i] != y1[i]) { printf("MISMATCH shape %d row %d: %g vs %g\n", k, i, y0[i], y1[i]); return 1; }
         }
     }
     printf("%.1f MB of int8 weights; A and B equal int8.h's gemv on every shape\n", bytes / 1e6);
-    const char *names[] = {"int8.h gemv", "A: two vpsignb per row", "B: hoisted |x|, 4 rows",
-                           "B: hoisted |x|, 8 rows", "C: 7-bit weights, u8 activations"};
+    const char *names[] = {"int8.h gemv (B: hoisted |x|)", "A: two vpsignb per row", "B with 8 rows",
+                           "C: 7-bit weights, u8 activations"};
     for (int round = 0; round < 2; ++round)  /* twice: the host's phase moves every figure */
-    for (int v = 0; v < 5; ++v) {
+    for (int v = 0; v < 4; ++v) {
         double t[200];
         for (int r = 0; r < 200; ++r) {
             double t0 = now();
@@ -185,8 +155,7 @@ int main(void) {
                 mat *a = &m[k];
                 if (v == 0) gemv(a->w, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
                 else if (v == 1) gemv_sign_per_row(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y0);
-                else if (v == 2) gemv_abs_hoisted(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y0, 4);
-                else if (v == 3) gemv_abs_hoisted(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y0, 8);
+                else if (v == 2) gemv_abs_hoisted8(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y0);
                 else gemv_w7(a->w7, a->s, a->r7, a->b, xu, sx, a->rows, a->cols, y0);
             }
             t[r] = now() - t0;

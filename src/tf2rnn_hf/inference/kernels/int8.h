@@ -60,7 +60,7 @@ static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const f
 #elif defined(__AVX2__)
     /* Without VNNI: vpmaddubsw on |x| and sign(x) * w, both within [-127, 127], so its 16-bit pair sums
      * (<= 2 * 127 * 127) cannot saturate; vpmaddwd widens them to 32 bits. |x| is shared by every row, so
-     * each row's 32 bytes take one vpsignb (taking |w| and sign(w) * x per row took two: ~10% of the gemvs,
+     * each row's 32 bytes take one vpsignb (taking |w| and sign(w) * x per row took two: ~7% of the gemvs,
      * benchmarks/probes/gemv_variants.c). Four rows at a time. */
     if (cols % 32 == 0) {
         int8_t xs[cols];
