@@ -384,7 +384,7 @@ class BatchStreamingEncoder:
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
         if len(states) == 1 and self._slot_layers and hasattr(kernel, "step_rows"):
             # A keystroke's new state is its parent plus one row per layer: the fused step writes only those
-            # (copying a whole cache per keystroke cost ~a quarter of it), and the whole state is built only
+            # (copying a whole cache per keystroke cost a third of it or more), and the whole state is built only
             # for a checkpoint that is stepped from again.
             emb, slots, rows, small, token_sum, seen = kernel.step_rows(ids[0], full[0])
             return [_SlotCheckpoint(states[0], slots, rows, small, token_sum, seen, emb)]
