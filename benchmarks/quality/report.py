@@ -206,11 +206,13 @@ def padding_table() -> str:
 
 def weight_bits_table() -> str:
     """Fidelity with every linear weight rounded to fewer bits, weights only (weight_bits.py)."""
-    r = load("weight-bits")
-    if not r:
-        return ""
-    return format_table(r["schemes"], f"Weight bits (weight_bits.py, {r['model']}, {r['texts']} held-out texts "
-                                      "across sources; activations fp32)")
+    tables = []
+    for name in ("weight-bits", "weight-bits-card"):  # the 90-minute student, then the card's (with int7)
+        r = load(name)
+        if r:
+            tables.append(format_table(r["schemes"], f"Weight bits (weight_bits.py, {r['model']}, {r['texts']} "
+                                                     "held-out texts across sources; activations fp32)"))
+    return "\n\n".join(tables)
 
 
 def _unseen_sources(by_source: dict, trained_on: str = "wordnet-base") -> dict:

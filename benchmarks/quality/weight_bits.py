@@ -2,6 +2,8 @@
 """What fewer weight bits cost a student's fidelity, before anyone writes the kernel for them.
 
     python benchmarks/quality/weight_bits.py [MODEL] > benchmarks/quality/results/weight-bits.json
+    python benchmarks/quality/weight_bits.py outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4 \
+        > benchmarks/quality/results/weight-bits-card.json
 
 A keystroke of the six-layer inherited student is bound by the int8 weights it reads (10.6 MB; docs/experiments.md),
 so 4-bit weights would halve its main cost. This rounds every `nn.Linear` weight of MODEL (default: the inherited
@@ -29,7 +31,8 @@ MODEL = "outputs/student-tova-l6-sampled-90-lr3e-4-grouped-final4"
 FFN = ("up", "down")
 # name: (bits, columns per scale (None: the whole row), the layers it rounds to those bits (None: all); the
 # rest stay at int8 per row, as the fused kernel holds them)
-SCHEMES = {"fp32": (32, None, None), "int8 per row": (8, None, None), "int4 per row": (4, None, None),
+SCHEMES = {"fp32": (32, None, None), "int8 per row": (8, None, None), "int7 per row": (7, None, None),
+           "int4 per row": (4, None, None),
            "int4 per 128 columns": (4, 128, None), "int4 per 32 columns": (4, 32, None),
            "int4 per 32 columns, feed-forward only": (4, 32, FFN)}
 
