@@ -30,6 +30,7 @@ from typing import Dict, Iterable, List, Optional, Tuple, Union
 import torch
 
 from ..models import TF2RNNModel, TF2RNNState
+from ..models.tf2rnn.cells_tf2rnn import TOVAAttentionCell
 from .encode import check_tokenizer
 
 
@@ -412,7 +413,7 @@ class BatchStreamingEncoder:
                     return after
                 slots.append(int(changed))
         rows = torch.stack([cell[3 * layer + kind][0, slot] for layer, slot in enumerate(slots) for kind in (0, 1)])
-        small = [t for i, t in enumerate(cell) if i >= 3 * layers or i % 3 == 2]
+        small = [cell[i] for i in TOVAAttentionCell.rewritten_entries(layers, len(cell))]
         return _SlotCheckpoint(parent, slots, rows.view(layers, 2, -1), small, after.token_sum, after.seen_tokens,
                                after.last_embedding, after)
 

@@ -29,6 +29,7 @@ from typing import List, Optional
 import torch
 
 from ...models import TF2RNNModel, TF2RNNState
+from ...models.tf2rnn.cells_tf2rnn import TOVAAttentionCell
 from ...utils import cpu_flags, default_cache_dir
 
 logger = logging.getLogger(__name__)
@@ -234,8 +235,7 @@ class Int8TOVAStep(_FusedStep):
         self._params_ref = ctypes.byref(self._params)
         self._shapes = model.cell.state_shapes()
         self._pointers = ctypes.c_void_p * len(self._shapes)
-        # What a step rewrites whole: each layer's fill, then the pooling entries; keys and values get a row.
-        self.small = [i for i in range(len(self._shapes)) if i >= 3 * self.layers or i % 3 == 2]
+        self.small = TOVAAttentionCell.rewritten_entries(self.layers, len(self._shapes))
 
     def _run(self, input_ids, state: TF2RNNState, new: List[Optional[torch.Tensor]], rows=None, slots=None):
         token_id = self._token(input_ids)

@@ -622,6 +622,12 @@ class TOVAAttentionCell(TF2RNNCell):
         if self.pooling_exponent is not None:
             copy_(self.pooling_exponent, torch.tensor(float(self.config.pooling_position_exponent)))
 
+    @staticmethod
+    def rewritten_entries(num_layers: int, num_entries: int) -> List[int]:
+        """Indices of the state entries a step rewrites whole, in order: each layer's fill, then everything after
+        the layers (pooling, [total,] count, mean). The rest, each layer's keys and values, change by one row."""
+        return [i for i in range(num_entries) if i >= 3 * num_layers or i % 3 == 2]
+
     def state_shapes(self):
         h, k = self.config.hidden_size, self.slots
         pooling = self.pooling.state_shapes() if self.pooling is not None else []
