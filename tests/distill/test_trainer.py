@@ -353,6 +353,49 @@ def test_inherited_student_improves_on_the_causal_teacher_and_loads_everywhere(t
     assert (ours - theirs).abs().max() <= 1e-5
 
 
+@torch.no_grad()
+def test_a_narrower_feed_forward_keeps_the_teachers_strongest_neurons_and_their_mean(teacher):
+    """intermediate_size below the teacher's keeps each layer's neurons by what they add on the calibration
+    texts: on those texts' tokens the pruned block's mean output is the teacher's (the rest's mean moved into
+    the bias), and it is closer to the teacher's block than the same number of neurons drawn at random."""
+    import torch.nn.functional as F
+
+    texts = (DATA / "heldout.txt").read_text().splitlines()[:48]
+    with pytest.raises(ValueError, match="calibration_texts"):
+        build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, intermediate_size=256)
+    with pytest.raises(ValueError, match="intermediate_size=2000"):
+        build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, intermediate_size=2000,
+                      calibration_texts=texts)
+    with pytest.raises(ValueError, match="calibration_texts apply to the cells that inherit"):
+        build_student(teacher, hidden_size=16, calibration_texts=texts)
+    model, _ = build_student(teacher, cell_type="tova_attention", teacher_layers=[1, 4], intermediate_size=256,
+                             calibration_texts=texts)
+    assert model.config.intermediate_size == 256
+    inputs = {1: [], 4: []}  # what enters each teacher layer's feed-forward, every token of every text
+    hooks = [teacher.model.encoder.layer[i].intermediate.register_forward_hook(
+        lambda module, args, out, i=i: inputs[i].append(args[0][0])) for i in inputs]
+    try:
+        for text in texts:  # one at a time: no padding tokens to leave out
+            teacher.model(**teacher.tokenizer(text, return_tensors="pt", truncation=True,
+                                              max_length=teacher.max_length))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    generator = torch.Generator().manual_seed(0)
+    for layer, index in zip(model.cell.layers, inputs):
+        src, x = teacher.model.encoder.layer[index], torch.cat(inputs[index])
+        neurons = src.intermediate(x)  # [tokens, 1536], after GELU
+        full = F.linear(neurons, src.output.dense.weight, src.output.dense.bias)
+        pruned = layer.down(F.gelu(layer.up(x)))
+        torch.testing.assert_close(pruned.mean(0), full.mean(0), atol=2e-4, rtol=1e-4)
+        draw = torch.randperm(neurons.shape[1], generator=generator)[:256]
+        rest = torch.ones(neurons.shape[1], dtype=torch.bool)
+        rest[draw] = False
+        drawn = (F.linear(neurons[:, draw], src.output.dense.weight[:, draw], src.output.dense.bias)
+                 + src.output.dense.weight[:, rest] @ neurons[:, rest].mean(0))
+        assert (pruned - full).square().mean() < 0.8 * (drawn - full).square().mean()
+
+
 def _env():
     return dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 

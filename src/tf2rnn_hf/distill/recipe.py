@@ -56,6 +56,9 @@ def preset_argv(name: str) -> List[str]:
     return argv
 
 
+CALIBRATION_TEXTS = 512  # training texts the teacher runs to rank its feed-forward neurons (--intermediate_size)
+
+
 @dataclass
 class ModelArguments:
     """The student: its cell, size and initialisation (or a saved student to continue from)."""
@@ -72,6 +75,9 @@ class ModelArguments:
         "help": "Width of a two-layer MLP readout (default: a linear readout)."})
     teacher_layers: Optional[str] = field(default=None, metadata={
         "help": "tova_attention: comma-separated teacher layers to copy (default: evenly spaced, ending at the last)."})
+    intermediate_size: Optional[int] = field(default=None, metadata={
+        "help": "tova_attention: feed-forward neurons per layer, fewer than the teacher's to keep only its most "
+                "active ones on the first training texts (default: all of them)."})
     token_init: Optional[str] = field(default=None, metadata={
         "help": "One of " + ", ".join(TOKEN_INITS) + " (default: teacher_outputs; input_embeddings for cells that "
                 "inherit the teacher)."})
@@ -262,7 +268,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
                 granularity=model_args.granularity, num_slots=model_args.num_slots,
                 teacher_layers=[int(i) for i in model_args.teacher_layers.split(",")] if model_args.teacher_layers
                 else None,
+                calibration_texts=train_texts[:CALIBRATION_TEXTS] if model_args.intermediate_size else None,
                 **{key: value for key, value in (("residual_token_mean", model_args.residual_token_mean),
+                                                 ("intermediate_size", model_args.intermediate_size),
                                                  ("num_attention_heads", model_args.num_attention_heads),
                                                  ("readout_hidden_size", model_args.readout_hidden_size),
                                                  ("residual_layers", model_args.residual_layers),

@@ -120,7 +120,8 @@ INHERITED_CELLS = ("tova_attention",)
 
 def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru", hidden_size: Optional[int] = None,
                   num_hidden_layers: Optional[int] = None, token_init: Optional[str] = None,
-                  teacher_layers: Optional[Sequence[int]] = None, **config_kwargs
+                  teacher_layers: Optional[Sequence[int]] = None,
+                  calibration_texts: Optional[Sequence[str]] = None, **config_kwargs
                   ) -> Tuple["TF2RNNForDistillation", PreTrainedTokenizerBase]:
     """A fresh student of `teacher` (`"built-in"`, a folder, a Hub id or a loaded `Teacher`) and its tokenizer.
 
@@ -137,7 +138,9 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
 
     `cell_type="tova_attention"` inherits the teacher instead (see `inherit_teacher`): its word and position
     embeddings, and `teacher_layers` (default: `num_hidden_layers` of them evenly spaced, all by default) with
-    their attention made causal. Its width, heads and feed-forward size are the teacher's.
+    their attention made causal. Its width and heads are the teacher's; its feed-forward size is too unless
+    `intermediate_size` asks for fewer neurons, which keeps each layer's most important ones as the teacher
+    runs `calibration_texts` (see `prune_feed_forward`).
     """
     inherited = cell_type in INHERITED_CELLS
     token_init = token_init or ("input_embeddings" if inherited else "teacher_outputs")
@@ -153,16 +156,23 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
         if token_init != "input_embeddings":
             raise ValueError(f"cell_type {cell_type!r} reads the teacher's input embeddings; token_init="
                              f"{token_init!r} does not apply.")
-        shape = dict(num_attention_heads=tc.num_attention_heads, intermediate_size=tc.intermediate_size,
-                     layer_norm_eps=tc.layer_norm_eps, max_position_embeddings=tc.max_position_embeddings,
-                     embedding_size=tc.hidden_size)
+        shape = dict(num_attention_heads=tc.num_attention_heads, layer_norm_eps=tc.layer_norm_eps,
+                     max_position_embeddings=tc.max_position_embeddings, embedding_size=tc.hidden_size)
         for key, value in shape.items():
             if config_kwargs.get(key, value) != value:
                 raise ValueError(f"cell_type {cell_type!r} has the teacher's {key} {value}, not {config_kwargs[key]}.")
+        neurons = config_kwargs.get("intermediate_size") or tc.intermediate_size
+        if not isinstance(neurons, int) or not 0 < neurons <= tc.intermediate_size:
+            raise ValueError(f"cell_type {cell_type!r} keeps up to the teacher's {tc.intermediate_size} feed-forward "
+                             f"neurons; intermediate_size={neurons!r} is not between 1 and that.")
+        if neurons < tc.intermediate_size and not calibration_texts:
+            raise ValueError(f"intermediate_size={neurons} keeps the teacher's most active feed-forward neurons: pass "
+                             "calibration_texts (a few hundred of the texts it will be distilled on) to measure them.")
+        shape.update(intermediate_size=neurons)
         config_kwargs.update(shape, hidden_size=tc.hidden_size, num_hidden_layers=len(layers))
         config_kwargs.setdefault("residual_token_mean", False)
-    elif teacher_layers is not None:
-        raise ValueError(f"teacher_layers applies to the cells that inherit the teacher "
+    elif teacher_layers is not None or calibration_texts is not None:
+        raise ValueError(f"teacher_layers and calibration_texts apply to the cells that inherit the teacher "
                          f"({', '.join(INHERITED_CELLS)}), not {cell_type!r}.")
     else:
         config_kwargs.update(hidden_size=hidden_size or 768, num_hidden_layers=num_hidden_layers or 1)
@@ -185,7 +195,10 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
     )
     model = TF2RNNForDistillation(config)
     if inherited:
-        inherit_teacher(model, teacher, layers)
+        kept = None
+        if config.intermediate_size < teacher.model.config.intermediate_size:
+            kept = prune_feed_forward(teacher, layers, config.intermediate_size, calibration_texts)
+        inherit_teacher(model, teacher, layers, kept)
         return model, tokenizer
     table = model.get_input_embeddings().weight
     with torch.no_grad():
@@ -230,25 +243,78 @@ def _is_bert_shaped(model: nn.Module) -> bool:
 
 
 @torch.no_grad()
-def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int]) -> None:
+def prune_feed_forward(teacher: Teacher, layers: Sequence[int], neurons: int, texts: Sequence[str],
+                       token_budget: int = 8192) -> List[Tuple[torch.Tensor, torch.Tensor]]:
+    """For each of `layers`, the `neurons` feed-forward neurons of the teacher to keep, and the bias that stands
+    in for the rest: ([neurons] indices, [hidden] change to the down projection's bias).
+
+    A neuron's importance is the root mean square of what it adds to the layer's output over the tokens of
+    `texts` as the teacher runs them, sqrt(E[a^2]) * |down column| (the structured form of Wanda; LLM-Pruner and
+    FLAP score alike); the dropped neurons' mean output moves into the bias, as FLAP compensates."""
+    bert = teacher.model
+    sums = {i: [0.0, 0.0] for i in layers}  # layer -> [sum of a, sum of a^2] over real (unpadded) tokens
+    seen = {"mask": None, "tokens": 0}
+
+    def read_mask(module, args, kwargs):
+        seen["mask"] = kwargs["attention_mask"].bool()
+        seen["tokens"] += int(seen["mask"].sum())
+
+    def hook(index):
+        def record(module, inputs, output):
+            a = output.float()[seen["mask"]]  # [real tokens, intermediate]
+            sums[index][0] = sums[index][0] + a.sum(0)
+            sums[index][1] = sums[index][1] + a.square().sum(0)
+        return record
+
+    handles = [bert.register_forward_pre_hook(read_mask, with_kwargs=True)]
+    handles += [bert.encoder.layer[i].intermediate.register_forward_hook(hook(i)) for i in layers]
+    try:
+        teacher.encode(list(texts), token_budget=token_budget)
+    finally:
+        for handle in handles:
+            handle.remove()
+    count = seen["tokens"]
+    kept = []
+    for i in layers:
+        down = bert.encoder.layer[i].output.dense.weight.float().cpu()  # [hidden, intermediate]
+        mean, square = (x.cpu() / count for x in sums[i])
+        keep = torch.argsort(square.sqrt() * down.norm(dim=0), descending=True)[:neurons].sort().values
+        dropped = torch.ones(len(mean), dtype=torch.bool)
+        dropped[keep] = False
+        kept.append((keep, down[:, dropped] @ mean[dropped]))
+    return kept
+
+
+@torch.no_grad()
+def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int],
+                    feed_forward: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor]]] = None) -> None:
     """Copy a BERT-shaped teacher into a `tova_attention` student: word and position embeddings, the token-type-0
     vector, the embedding norm, and for each chosen layer its Q/K/V/O, norms and feed-forward. The sinks take
     the teacher's [CLS] run alone through those layers (a causal model's first token never sees another), and the
     readout starts at the identity, so before any training the student is the teacher with causal attention. A
-    bidirectional pooling term takes the top layer's Q/K/V (its output map starts at zero)."""
+    bidirectional pooling term takes the top layer's Q/K/V (its output map starts at zero). `feed_forward`
+    (from `prune_feed_forward`, one per layer) keeps only those neurons of each layer's feed-forward."""
     bert, cell = teacher.model, model.cell
     emb = bert.embeddings
     model.get_input_embeddings().weight.copy_(emb.word_embeddings.weight)
     cell.position_embeddings.weight.copy_(emb.position_embeddings.weight)
     cell.embedding_bias.copy_(emb.token_type_embeddings.weight[0])
     cell.embedding_norm.load_state_dict(emb.LayerNorm.state_dict())
-    for dst, index in zip(cell.layers, layers):
+    feed_forward = feed_forward or [None] * len(layers)
+    for dst, index, pruned in zip(cell.layers, layers, feed_forward):
         src = bert.encoder.layer[index]
         for mine, theirs in ((dst.query, src.attention.self.query), (dst.key, src.attention.self.key),
                              (dst.value, src.attention.self.value), (dst.out, src.attention.output.dense),
                              (dst.attention_norm, src.attention.output.LayerNorm), (dst.up, src.intermediate.dense),
                              (dst.down, src.output.dense), (dst.output_norm, src.output.LayerNorm)):
-            mine.load_state_dict(theirs.state_dict())
+            if pruned is not None and mine is dst.up:
+                mine.weight.copy_(theirs.weight[pruned[0]])
+                mine.bias.copy_(theirs.bias[pruned[0]])
+            elif pruned is not None and mine is dst.down:
+                mine.weight.copy_(theirs.weight[:, pruned[0]])
+                mine.bias.copy_(theirs.bias + pruned[1].to(theirs.bias.dtype))
+            else:
+                mine.load_state_dict(theirs.state_dict())
     cls = torch.tensor([teacher.tokenizer.cls_token_id])
     x = cell.embedding_norm(emb.word_embeddings(cls) + cell.position_embeddings.weight[0] + cell.embedding_bias)
     for layer in cell.layers:
