@@ -192,3 +192,40 @@ def test_bidirectional_pooling_is_not_silently_dropped_by_the_fused_step():
     emb, _ = quantized.step(torch.tensor([5]), quantized.init_state(1))
     reference, _ = model.step(torch.tensor([5]), model.init_state(1))
     assert torch.nn.functional.cosine_similarity(emb, reference).item() >= 0.99
+
+
+def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeypatch):
+    """A single stream types on one cache of its own (`_LiveCache`): every keystroke writes its rows in place and
+    deletes undo them, through evictions and pops across words, with and without max_checkpoints. After each edit
+    the embedding is bit for bit the fused step run over the text from scratch, and no keystroke or pop built a
+    whole state from rows."""
+    from tf2rnn_hf.inference.streaming import _SlotCheckpoint
+
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=4)
+    quantized = quantize_int8(model)
+    built = []
+    materialize = _SlotCheckpoint.materialize
+    monkeypatch.setattr(_SlotCheckpoint, "materialize", lambda self: built.append(1) or materialize(self))
+
+    def from_scratch(text):
+        state, emb = quantized.init_state(1), torch.zeros(1, model.config.output_size)
+        for token in tokenizer(text, add_special_tokens=False)["input_ids"]:
+            emb, state = quantized.step_kernel(token, state)
+        return emb[0]
+
+    script = [("type", "search as you tyep"), ("delete", 2), ("type", "pe with a cache"), ("delete", 9),
+              ("type", " cache past four slots and"), ("delete", 1), ("delete", 12), ("type", "x"), ("delete", 3),
+              ("type", "ots, then more words"), ("delete", 40), ("type", "again")]
+    for max_checkpoints in (None, 2):
+        encoder, text = StreamingEncoder(quantized, tokenizer, max_checkpoints=max_checkpoints), ""
+        for op, arg in script:
+            if op == "type":
+                encoder.type(arg)
+                text += arg
+            else:
+                encoder.delete(arg)
+                text = text[:-arg]
+            assert encoder.text == text
+            assert torch.equal(encoder.embedding, from_scratch(text)), (max_checkpoints, text)
+        if max_checkpoints is None:
+            assert not built  # every move of the live cache was in place

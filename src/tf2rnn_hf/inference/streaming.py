@@ -20,7 +20,9 @@ A `tova_attention` student's state is a key/value cache (2.4 MB at six layers an
 writes one row per layer, so its checkpoints keep only those rows (`_SlotCheckpoint`): whole states are kept
 for the current word and its base, where re-tokenising restarts, and an older checkpoint is rebuilt from its
 ancestors' rows when a delete pops back to it and typing goes on. With `max_checkpoints` the oldest kept
-checkpoint is held whole, as the root of the rows after it.
+checkpoint is held whole, as the root of the rows after it. A stream typing alone through the fused int8 step
+keeps one cache of its own (`_LiveCache`) that each keystroke changes in place, and a delete undoes the rows it
+wrote: no keystroke or pop copies a whole cache.
 """
 
 import unicodedata
@@ -47,13 +49,16 @@ class _SlotCheckpoint:
     wrote only the rows); `materialize` builds it from the nearest ancestor that holds one (the empty state at
     worst)."""
 
-    __slots__ = ("parent", "slots", "rows", "small", "token_sum", "seen_tokens", "last_embedding", "full")
+    __slots__ = ("parent", "slots", "rows", "small", "token_sum", "seen_tokens", "last_embedding", "full", "undo")
 
     def __init__(self, parent, slots: List[int], rows: torch.Tensor, small: List[torch.Tensor],
                  token_sum: torch.Tensor, seen_tokens: torch.Tensor, last_embedding: torch.Tensor,
-                 full: Optional[TF2RNNState] = None):
+                 full: Optional[TF2RNNState] = None, undo: Optional[torch.Tensor] = None):
         self.parent, self.slots, self.rows, self.small, self.full = parent, slots, rows, small, full
         self.token_sum, self.seen_tokens, self.last_embedding = token_sum, seen_tokens, last_embedding
+        # Set where the step ran on a live cache: the rows it overwrote ([layers, 2, hidden]), or an empty
+        # tensor where it filled unused slots (the parent's fill already ignores them). None: not undoable.
+        self.undo = undo
 
     def materialize(self) -> TF2RNNState:
         if self.full is not None:
@@ -82,7 +87,42 @@ class _SlotCheckpoint:
 
     def _tensors(self) -> Tuple[torch.Tensor, ...]:
         return (self.rows, *self.small, self.token_sum, self.seen_tokens, self.last_embedding,
-                *(self.full._tensors() if self.full is not None else ()))
+                *(() if self.undo is None else (self.undo,)), *(self.full._tensors() if self.full is not None else ()))
+
+
+class _LiveCache:
+    """One stream's own keys and values ([layers, 2, 1, slots, hidden]), equal to checkpoint `at`'s. A keystroke
+    steps from it and writes its rows in place; moving to an ancestor undoes the rows on the way (a pop), and any
+    other move copies the target's caches in. Each layer's keys and values are views, so the fused step reads them
+    as a state's entries."""
+
+    __slots__ = ("kv", "at")
+    UNDO_LIMIT = 32  # checkpoints undone before a copy is the cheaper move
+
+    def __init__(self, layers: int, slots: int, hidden: int):
+        self.kv, self.at = torch.zeros(layers, 2, 1, slots, hidden), None
+
+    def seek(self, target: "Checkpoint") -> None:
+        """Make the caches equal `target`'s."""
+        node, path = self.at, []
+        while node is not target and isinstance(node, _SlotCheckpoint) and node.undo is not None \
+                and len(path) < self.UNDO_LIMIT:
+            path.append(node)
+            node = node.parent
+        if node is target:
+            for step in path:  # newest first
+                if step.undo.numel():
+                    self.kv[self._layers, :, 0, step.slots] = step.undo
+        else:
+            cell = _full(target).cell_state
+            for layer in range(len(self.kv)):
+                self.kv[layer, 0].copy_(cell[3 * layer])
+                self.kv[layer, 1].copy_(cell[3 * layer + 1])
+        self.at = target
+
+    @property
+    def _layers(self) -> torch.Tensor:
+        return torch.arange(len(self.kv))
 
 
 Checkpoint = Union[TF2RNNState, _SlotCheckpoint]
@@ -123,6 +163,7 @@ class _Stream:
     word_tokens: List[int] = field(default_factory=list)  # tokens of the current word already run
     word_states: List[Checkpoint] = field(default_factory=list)  # state after each of them
     char_states: List[Optional[Checkpoint]] = field(default_factory=list)  # byte-level: state after each character
+    live: Optional[_LiveCache] = None  # tova_attention at batch 1: the cache keystrokes change in place
     dropped: int = 0  # how many of the oldest checkpoints (boundaries, or characters) max_checkpoints let go
 
 
@@ -155,6 +196,8 @@ class BatchStreamingEncoder:
         self.tokenizer = tokenizer
         slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
         self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
+        self._small = TOVAAttentionCell.rewritten_entries(self._slot_layers, len(model.init_state(1).cell_state)) \
+            if slot_cache else []
         self._empty = model.init_state(1)
         self.streams: Dict[int, _Stream] = {}
         self._next_id = 0
@@ -203,7 +246,7 @@ class BatchStreamingEncoder:
         s = self._get(stream_id)
         states = [self._state(s), *(b.state for b in s.boundaries), *s.word_states, *s.char_states,
                   *(st for b in s.boundaries for st in b.word_states or ())]
-        seen = {}
+        seen = {} if s.live is None else {s.live.kv.untyped_storage().data_ptr(): s.live.kv.untyped_storage().nbytes()}
         visited = set() if states[0] is self._empty else {id(self._empty)}  # shared by every stream
         for state in filter(None, states):
             while state is not None and id(state) not in visited:  # a row checkpoint holds its ancestors
@@ -373,28 +416,48 @@ class BatchStreamingEncoder:
         rounds = max((len(t) for _, t in pending), default=0)
         for r in range(rounds):
             active = [(s, t[r]) for s, t in pending if len(t) > r]
-            stepped = self._step([self._state(s) for s, _ in active], [tok for _, tok in active])
+            stepped = self._step([self._state(s) for s, _ in active], [tok for _, tok in active],
+                                 [s for s, _ in active])
             for (s, tok), new in zip(active, stepped):
                 s.word_tokens.append(tok)
                 s.word_states.append(new)
 
-    def _step(self, states: List[Checkpoint], ids: List[int]) -> List[Checkpoint]:
+    def _step(self, states: List[Checkpoint], ids: List[int],
+              streams: Optional[List[_Stream]] = None) -> List[Checkpoint]:
         """One step of several streams in one batched model call (`model.step`); a single stream (a
         keystroke at batch 1) skips the concatenating and splitting."""
-        full = [_full(state) for state in states]
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
-        if len(states) == 1 and self._slot_layers and hasattr(kernel, "step_rows"):
-            # A keystroke's new state is its parent plus one row per layer: the fused step writes only those
-            # (copying a whole cache per keystroke cost a third of it or more), and the whole state is built only
-            # for a checkpoint that is stepped from again.
-            emb, slots, rows, small, token_sum, seen = kernel.step_rows(ids[0], full[0])
-            return [_SlotCheckpoint(states[0], slots, rows, small, token_sum, seen, emb)]
+        if len(states) == 1 and streams and self._slot_layers and hasattr(kernel, "step_rows"):
+            return [self._step_live(streams[0], states[0], ids[0], kernel)]
+        full = [_full(state) for state in states]
         batch = full[0] if len(states) == 1 else TF2RNNState.concat(full)
         _, new = self.model.step(torch.tensor(ids, dtype=torch.long, device=batch.device), batch)
         new = [new] if len(states) == 1 else [new.index_select([row]) for row in range(len(states))]
         if not self._slot_layers:
             return new
         return [self._checkpoint(parent, before, after) for parent, before, after in zip(states, full, new)]
+
+    def _step_live(self, s: _Stream, parent: Checkpoint, token: int, kernel) -> _SlotCheckpoint:
+        """A keystroke of one stream on its live cache. Its new state is `parent` plus one row per layer: the fused
+        step writes only those into the cache, keeping the rows they replace so a delete can undo them (copying a
+        whole cache per keystroke, or building one from rows, cost a third of a keystroke or more)."""
+        if s.live is None:
+            config = self.model.config
+            s.live = _LiveCache(self._slot_layers, config.num_slots, config.hidden_size)
+        live = s.live
+        live.seek(parent)
+        small = parent.small if isinstance(parent, _SlotCheckpoint) else [parent.cell_state[i] for i in self._small]
+        cell, rest = [], iter(small)
+        for layer in range(self._slot_layers):
+            cell += [live.kv[layer, 0], live.kv[layer, 1], next(rest)]
+        cell += list(rest)
+        emb, slots, rows, new_small, token_sum, seen = kernel.step_rows(
+            token, TF2RNNState(cell, parent.token_sum, parent.seen_tokens, parent.last_embedding))
+        full = float(cell[-2]) >= self.model.config.num_slots  # count before the step: were all slots in use?
+        undo = live.kv[live._layers, :, 0, slots] if full else torch.empty(0)
+        live.kv[live._layers, :, 0, slots] = rows
+        live.at = _SlotCheckpoint(parent, slots, rows, new_small, token_sum, seen, emb, undo=undo)
+        return live.at
 
     def _checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState) -> Checkpoint:
         """`after` as a row checkpoint of `parent` (whose whole state is `before`), or whole where the step
