@@ -448,6 +448,9 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False) -> None:
                       # what a stream holds grows with the tokens typed (one checkpoint per token)
                       "held_bytes_per_stream": {n: held_bytes(model, tokenizer, text_of_tokens(tokenizer, n))
                                                 for n in (16, 64)},
+                      # int8 streams of a tova student type on a live cache and keep rows only
+                      "held_bytes_per_stream_int8": {n: held_bytes(models[f"{name}_int8"], tokenizer,
+                                                                   text_of_tokens(tokenizer, n)) for n in (16, 64)},
                       f"held_bytes_per_stream_64_tokens_max_checkpoints_{CAPPED_CHECKPOINTS}": held_bytes(
                           model, tokenizer, text_of_tokens(tokenizer, 64), CAPPED_CHECKPOINTS)}
     t0 = time.perf_counter()

@@ -354,10 +354,11 @@ def test_inherited_student_improves_on_the_causal_teacher_and_loads_everywhere(t
 
 
 @torch.no_grad()
-def test_a_narrower_feed_forward_keeps_the_teachers_strongest_neurons_and_their_mean(teacher):
+def test_a_narrower_feed_forward_keeps_the_teachers_strongest_neurons_refitted(teacher):
     """intermediate_size below the teacher's keeps each layer's neurons by what they add on the calibration
-    texts: on those texts' tokens the pruned block's mean output is the teacher's (the rest's mean moved into
-    the bias), and it is closer to the teacher's block than the same number of neurons drawn at random."""
+    texts and refits their down projection to the whole block: on those texts' tokens the pruned block's mean
+    output is the teacher's, and it is closer to the teacher's block than the same number of neurons drawn at
+    random with the rest's mean in the bias."""
     import torch.nn.functional as F
 
     texts = (DATA / "heldout.txt").read_text().splitlines()[:48]

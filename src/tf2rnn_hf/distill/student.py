@@ -244,26 +244,29 @@ def _is_bert_shaped(model: nn.Module) -> bool:
 
 @torch.no_grad()
 def prune_feed_forward(teacher: Teacher, layers: Sequence[int], neurons: int, texts: Sequence[str],
-                       token_budget: int = 8192) -> List[Tuple[torch.Tensor, torch.Tensor]]:
-    """For each of `layers`, the `neurons` feed-forward neurons of the teacher to keep, and the bias that stands
-    in for the rest: ([neurons] indices, [hidden] change to the down projection's bias).
+                       token_budget: int = 8192, ridge: float = 1e-3
+                       ) -> List[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """For each of `layers`, the `neurons` feed-forward neurons of the teacher to keep and the down projection
+    that makes the most of them: ([neurons] indices, [hidden, neurons] weight, [hidden] bias).
 
     A neuron's importance is the root mean square of what it adds to the layer's output over the tokens of
     `texts` as the teacher runs them, sqrt(E[a^2]) * |down column| (the structured form of Wanda; LLM-Pruner and
-    FLAP score alike); the dropped neurons' mean output moves into the bias, as FLAP compensates."""
+    FLAP score alike). The kept neurons' down projection and bias are then refitted by least squares to the whole
+    block's output on those tokens (the layer-wise reconstruction of Kwon et al. 2022; `ridge` times the mean
+    activation energy regularises the weights, not the bias, so the block's mean output is kept exactly)."""
     bert = teacher.model
-    sums = {i: [0.0, 0.0] for i in layers}  # layer -> [sum of a, sum of a^2] over real (unpadded) tokens
-    seen = {"mask": None, "tokens": 0}
+    size = bert.config.intermediate_size
+    grams = {i: torch.zeros(size + 1, size + 1, dtype=torch.float64) for i in layers}  # of [a, 1] over tokens
+    mask = {}
 
     def read_mask(module, args, kwargs):
-        seen["mask"] = kwargs["attention_mask"].bool()
-        seen["tokens"] += int(seen["mask"].sum())
+        mask["real"] = kwargs["attention_mask"].bool()  # padding tokens are left out
 
     def hook(index):
         def record(module, inputs, output):
-            a = output.float()[seen["mask"]]  # [real tokens, intermediate]
-            sums[index][0] = sums[index][0] + a.sum(0)
-            sums[index][1] = sums[index][1] + a.square().sum(0)
+            a = output.double()[mask["real"]]
+            a = torch.cat([a, torch.ones(len(a), 1, dtype=a.dtype, device=a.device)], 1)
+            grams[index] += (a.T @ a).cpu()
         return record
 
     handles = [bert.register_forward_pre_hook(read_mask, with_kwargs=True)]
@@ -273,27 +276,31 @@ def prune_feed_forward(teacher: Teacher, layers: Sequence[int], neurons: int, te
     finally:
         for handle in handles:
             handle.remove()
-    count = seen["tokens"]
     kept = []
     for i in layers:
-        down = bert.encoder.layer[i].output.dense.weight.float().cpu()  # [hidden, intermediate]
-        mean, square = (x.cpu() / count for x in sums[i])
-        keep = torch.argsort(square.sqrt() * down.norm(dim=0), descending=True)[:neurons].sort().values
-        dropped = torch.ones(len(mean), dtype=torch.bool)
-        dropped[keep] = False
-        kept.append((keep, down[:, dropped] @ mean[dropped]))
+        dense = bert.encoder.layer[i].output.dense
+        gram = grams[i] / grams[i][-1, -1]  # second moments: E[a_j a_k], E[a_j], 1
+        full = torch.cat([dense.weight.T, dense.bias[None]]).double().cpu()  # [size + 1, hidden]: [a, 1] -> output
+        score = gram.diagonal()[:-1].sqrt() * full[:-1].norm(dim=1)
+        keep = torch.argsort(score, descending=True)[:neurons].sort().values
+        rows = torch.cat([keep, torch.tensor([size])])
+        system = gram[rows][:, rows]
+        system[:-1, :-1] += ridge * system.diagonal()[:-1].mean() * torch.eye(neurons, dtype=system.dtype)
+        fitted = torch.linalg.solve(system, gram[rows] @ full)  # [neurons + 1, hidden]
+        kept.append((keep, fitted[:-1].T.float(), fitted[-1].float()))
     return kept
 
 
 @torch.no_grad()
 def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int],
-                    feed_forward: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor]]] = None) -> None:
+                    feed_forward: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = None) -> None:
     """Copy a BERT-shaped teacher into a `tova_attention` student: word and position embeddings, the token-type-0
     vector, the embedding norm, and for each chosen layer its Q/K/V/O, norms and feed-forward. The sinks take
     the teacher's [CLS] run alone through those layers (a causal model's first token never sees another), and the
     readout starts at the identity, so before any training the student is the teacher with causal attention. A
     bidirectional pooling term takes the top layer's Q/K/V (its output map starts at zero). `feed_forward`
-    (from `prune_feed_forward`, one per layer) keeps only those neurons of each layer's feed-forward."""
+    (from `prune_feed_forward`, one per layer) keeps only those neurons of each layer's feed-forward, with their
+    refitted down projection."""
     bert, cell = teacher.model, model.cell
     emb = bert.embeddings
     model.get_input_embeddings().weight.copy_(emb.word_embeddings.weight)
@@ -311,8 +318,8 @@ def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int],
                 mine.weight.copy_(theirs.weight[pruned[0]])
                 mine.bias.copy_(theirs.bias[pruned[0]])
             elif pruned is not None and mine is dst.down:
-                mine.weight.copy_(theirs.weight[:, pruned[0]])
-                mine.bias.copy_(theirs.bias + pruned[1].to(theirs.bias.dtype))
+                mine.weight.copy_(pruned[1])
+                mine.bias.copy_(pruned[2])
             else:
                 mine.load_state_dict(theirs.state_dict())
     cls = torch.tensor([teacher.tokenizer.cls_token_id])
