@@ -170,6 +170,8 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("the same keeping 768 neurons, their down projection refitted to the whole block by least squares",
              "student-tova-l6-ffn768-refit-sampled-lr3e-4-grouped-posweight-final4-eval",
              "student-tova-l6-ffn768-refit-sampled-lr3e-4-grouped-posweight-final4", False),
+            ("the same keeping 384 neurons, refitted", "student-tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4-eval",
+             "student-tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",
              "student-tova-l6-sampled-45", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4", "student-tova-l6-sampled-45-lr3e-4-eval",

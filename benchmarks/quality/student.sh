@@ -202,3 +202,14 @@ train tova-l6-ffn768-sampled-lr3e-4-grouped-posweight-final4 --intermediate_size
 train tova-l6-ffn768-refit-sampled-lr3e-4-grouped-posweight-final4 --intermediate_size 768 --max_train_texts 30000 \
   --train_sample_seed 0 --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
   --pooling_position_exponent 1 --final_weight 4
+# A quarter of the feed-forward (384 of 1,536 neurons, refitted): as many weights per keystroke as three layers
+# (the 3-layer row above lost 0.065 final cosine to six at equal texts and minutes), kept in all six layers.
+train tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4 --intermediate_size 384 --max_train_texts 30000 \
+  --train_sample_seed 0 --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
+  --pooling_position_exponent 1 --final_weight 4
+# The cost side of the feed-forward rows, beside the card student, in one run (and since 10038ac a single stream's
+# keystrokes step on a live cache: no whole state is built per keystroke).
+[ -f "$OUT/student-speed-v6.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v6.json" \
+  --compare outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4 \
+  outputs/student-tova-l6-ffn768-refit-sampled-lr3e-4-grouped-posweight-final4 \
+  outputs/student-tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4
