@@ -17,12 +17,12 @@ control characters only for a token-level student) has the all-zero embedding. (
 the literal strings "<pad>", "</s>" and "<unk>" as its special tokens; a byte stream reads their bytes.)
 
 A `tova_attention` student's state is a key/value cache (2.4 MB at six layers and 128 slots) of which a step
-writes one row per layer, so its checkpoints keep only those rows (`_SlotCheckpoint`): whole states are kept
-for the current word and its base, where re-tokenising restarts, and an older checkpoint is rebuilt from its
-ancestors' rows when a delete pops back to it and typing goes on. With `max_checkpoints` the oldest kept
-checkpoint is held whole, as the root of the rows after it. A stream typing alone through the fused int8 step
-keeps one cache of its own (`_LiveCache`) that each keystroke changes in place, and a delete undoes the rows it
-wrote: no keystroke or pop copies a whole cache.
+writes one row per layer, so its checkpoints keep only those rows (`_SlotCheckpoint`). A stream stepped alone
+through the fused int8 step keeps one cache of its own (`_LiveCache`) that each keystroke changes in place, and a
+delete undoes the rows written since the state it pops back to: no keystroke or pop copies a whole cache. Steps in
+a batch (several streams, or no fused step) keep whole states for the current word and its base, where
+re-tokenising restarts, and rebuild an older checkpoint from its ancestors' rows when a delete pops back to it and
+typing goes on. With `max_checkpoints` the oldest kept checkpoint is held whole, as the root of the rows after it.
 """
 
 import unicodedata
