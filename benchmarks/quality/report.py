@@ -236,9 +236,10 @@ def student_table() -> str:
     """Student v2 (student.sh): students that inherit the teacher's layers, against the GRU of `make distill`,
     at its data and time; per-keystroke cost from `benchmarks/run.py --compare` (student-speed.json)."""
     ratio, streamed_by = {}, {}
-    # student-speed-v2 (after the fused step's filled-slot attention) adds the students the first run lacks;
-    # each ratio is teacher vs student within one run.
-    for file in ("student-speed-v2", "student-speed"):
+    # student-speed-v2 (after the fused step's filled-slot attention) adds the students the first run lacks, and
+    # student-speed-v6 (after the live cache) the card student and the feed-forward rows; each ratio is teacher vs
+    # student within one run.
+    for file in ("student-speed-v2", "student-speed", "student-speed-v6"):
         speed = load(file) or {}
         for row in speed.get("keystroke", []):
             for key, value in row.items():
@@ -283,7 +284,8 @@ def student_table() -> str:
                               "the GRU of `make distill`; the same 12,000 texts and 7 minutes on 2 cores unless "
                               "named; `tf2rnn evaluate` on held-out texts of every source; cost from "
                               "`benchmarks/run.py --compare` (student-speed.json; student-speed-v2.json for "
-                              "the students it alone measured)")
+                              "the students it alone measured; student-speed-v6.json for the 60-minute student "
+                              "and the feed-forward rows, a later kernel and host phase)")
 
 
 def transfer_table() -> str:
