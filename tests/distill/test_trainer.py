@@ -367,7 +367,7 @@ def test_a_narrower_feed_forward_keeps_the_teachers_strongest_neurons_refitted(t
     with pytest.raises(ValueError, match="intermediate_size=2000"):
         build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, intermediate_size=2000,
                       calibration_texts=texts)
-    with pytest.raises(ValueError, match="calibration_texts apply to the cells that inherit"):
+    with pytest.raises(ValueError, match="calibration_texts applies to the cells that inherit"):
         build_student(teacher, hidden_size=16, calibration_texts=texts)
     model, _ = build_student(teacher, cell_type="tova_attention", teacher_layers=[1, 4], intermediate_size=256,
                              calibration_texts=texts)

@@ -172,8 +172,9 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
         config_kwargs.update(shape, hidden_size=tc.hidden_size, num_hidden_layers=len(layers))
         config_kwargs.setdefault("residual_token_mean", False)
     elif teacher_layers is not None or calibration_texts is not None:
-        raise ValueError(f"teacher_layers and calibration_texts apply to the cells that inherit the teacher "
-                         f"({', '.join(INHERITED_CELLS)}), not {cell_type!r}.")
+        given = "teacher_layers" if teacher_layers is not None else "calibration_texts"
+        raise ValueError(f"{given} applies to the cells that inherit the teacher ({', '.join(INHERITED_CELLS)}), "
+                         f"not {cell_type!r}.")
     else:
         config_kwargs.update(hidden_size=hidden_size or 768, num_hidden_layers=num_hidden_layers or 1)
     config_kwargs.update(cell_type=cell_type)
