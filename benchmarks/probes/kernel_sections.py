@@ -84,7 +84,7 @@ def main() -> None:
             tsum_out, seen = tsum.clone(), state.seen_tokens + 1
 
             def call(lib, src, dst):
-                return lambda: lib(kernel._params_ref, 2000, src, dst, None, None, tsum.data_ptr(), seen.data_ptr(),
+                return lambda: lib(kernel._params_ref, 2000, src, dst, None, None, None, tsum.data_ptr(), seen.data_ptr(),
                                    tsum_out.data_ptr(), emb.data_ptr())
             times = {"fresh tensors": median_us(lambda: kernel(2000, state)),
                      "rows only": median_us(lambda: kernel.step_rows(2000, state)),

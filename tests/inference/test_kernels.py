@@ -140,7 +140,7 @@ def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teache
     assert isinstance(quantized.step_kernel, Int8TOVAStep)
     calls = []
     real = quantized.step_kernel.step_rows
-    monkeypatch.setattr(Int8TOVAStep, "step_rows", lambda self, *a: calls.append(1) or real(*a))
+    monkeypatch.setattr(Int8TOVAStep, "step_rows", lambda self, *a, **k: calls.append(1) or real(*a, **k))
     encoder = StreamingEncoder(quantized, tokenizer)
     encoder.type("search as you tyep with a cache")
     encoder.delete(2)

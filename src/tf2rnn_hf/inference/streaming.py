@@ -112,7 +112,7 @@ class _LiveCache:
         if node is target:
             for step in path:  # newest first
                 if step.undo.numel():
-                    self.kv[self._layers, :, 0, step.slots] = step.undo
+                    self.kv[torch.arange(len(self.kv)), :, 0, step.slots] = step.undo
         else:
             cell = _full(target).cell_state
             for layer in range(len(self.kv)):
@@ -120,9 +120,8 @@ class _LiveCache:
                 self.kv[layer, 1].copy_(cell[3 * layer + 1])
         self.at = target
 
-    @property
-    def _layers(self) -> torch.Tensor:
-        return torch.arange(len(self.kv))
+
+_NOTHING_REPLACED = torch.empty(0)  # a step into unused slots: undoing it needs no rows
 
 
 Checkpoint = Union[TF2RNNState, _SlotCheckpoint]
@@ -439,8 +438,8 @@ class BatchStreamingEncoder:
 
     def _step_live(self, s: _Stream, parent: Checkpoint, token: int, kernel) -> _SlotCheckpoint:
         """A keystroke of one stream on its live cache. Its new state is `parent` plus one row per layer: the fused
-        step writes only those into the cache, keeping the rows they replace so a delete can undo them (copying a
-        whole cache per keystroke, or building one from rows, cost a third of a keystroke or more)."""
+        step writes only those, into the cache, and returns the rows they replace so a delete can undo them
+        (copying a whole cache per keystroke, or building one from rows, cost a third of a keystroke or more)."""
         if s.live is None:
             config = self.model.config
             s.live = _LiveCache(self._slot_layers, config.num_slots, config.hidden_size)
@@ -451,12 +450,11 @@ class BatchStreamingEncoder:
         for layer in range(self._slot_layers):
             cell += [live.kv[layer, 0], live.kv[layer, 1], next(rest)]
         cell += list(rest)
-        emb, slots, rows, new_small, token_sum, seen = kernel.step_rows(
-            token, TF2RNNState(cell, parent.token_sum, parent.seen_tokens, parent.last_embedding))
+        emb, slots, rows, new_small, token_sum, seen, replaced = kernel.step_rows(
+            token, TF2RNNState(cell, parent.token_sum, parent.seen_tokens, parent.last_embedding), in_place=True)
         full = float(cell[-2]) >= self.model.config.num_slots  # count before the step: were all slots in use?
-        undo = live.kv[live._layers, :, 0, slots] if full else torch.empty(0)
-        live.kv[live._layers, :, 0, slots] = rows
-        live.at = _SlotCheckpoint(parent, slots, rows, new_small, token_sum, seen, emb, undo=undo)
+        live.at = _SlotCheckpoint(parent, slots, rows, new_small, token_sum, seen, emb,
+                                  undo=replaced if full else _NOTHING_REPLACED)
         return live.at
 
     def _checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState) -> Checkpoint:

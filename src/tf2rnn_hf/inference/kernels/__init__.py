@@ -84,7 +84,7 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_gru_step.restype = None
     lib.tf2rnn_gru_step.argtypes = [ctypes.POINTER(_Params), ctypes.c_int64] + [ctypes.c_void_p] * 6
     lib.tf2rnn_tova_step.restype = None
-    lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 8
+    lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 9
     return lib
 
 
@@ -237,7 +237,8 @@ class Int8TOVAStep(_FusedStep):
         self._pointers = ctypes.c_void_p * len(self._shapes)
         self.small = TOVAAttentionCell.rewritten_entries(self.layers, len(self._shapes))
 
-    def _run(self, input_ids, state: TF2RNNState, new: List[Optional[torch.Tensor]], rows=None, slots=None):
+    def _run(self, input_ids, state: TF2RNNState, new: List[Optional[torch.Tensor]], rows=None, slots=None,
+             replaced=None):
         token_id = self._token(input_ids)
         old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
@@ -246,8 +247,8 @@ class Int8TOVAStep(_FusedStep):
         self.lib.tf2rnn_tova_step(self._params_ref, token_id, self._pointers(*(t.data_ptr() for t in old)),
                                   self._pointers(*(None if t is None else t.data_ptr() for t in new)),
                                   None if rows is None else rows.data_ptr(), None if slots is None else
-                                  slots.data_ptr(), tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(),
-                                  emb.data_ptr())
+                                  slots.data_ptr(), None if replaced is None else replaced.data_ptr(),
+                                  tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, token_sum, seen
 
     def __call__(self, input_ids, state: TF2RNNState):
@@ -257,17 +258,27 @@ class Int8TOVAStep(_FusedStep):
         emb, token_sum, seen = self._run(input_ids, state, new)
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
 
-    def step_rows(self, input_ids, state: TF2RNNState):
+    def step_rows(self, input_ids, state: TF2RNNState, in_place: bool = False):
         """One step that writes what changed and no whole state: (embedding [1, O], the slot each layer wrote,
         the key and value rows written [layers, 2, H], the entries of `small` (each layer's fill, then the
-        pooling's), token sum, seen tokens). The new state is `state` with those rows and entries: the
-        streaming encoder keeps it so and builds it only if it is stepped from again."""
+        pooling's), token sum, seen tokens, and with `in_place` the rows it replaced [layers, 2, H]). The new
+        state is `state` with those rows and entries: the streaming encoder keeps it so. `in_place` also
+        writes the rows into `state`'s keys and values (a cache the caller owns; its other entries are kept)."""
         new: List[Optional[torch.Tensor]] = [None] * len(self._shapes)
         for i in self.small:
             new[i] = torch.empty((1, *self._shapes[i]))
+        replaced = None
+        if in_place:
+            replaced = torch.empty(self.layers, 2, self.hidden_size)
+            for i in range(len(new)):
+                if new[i] is None:  # each layer's keys and values
+                    new[i] = state.cell_state[i]
+                    if not new[i].is_contiguous():
+                        raise ValueError("in_place needs contiguous key and value caches.")
         rows, slots = torch.empty(self.layers, 2, self.hidden_size), torch.empty(self.layers, dtype=torch.int32)
-        emb, token_sum, seen = self._run(input_ids, state, new, rows, slots)
-        return emb, slots.tolist(), rows, [new[i] for i in self.small], token_sum, seen
+        emb, token_sum, seen = self._run(input_ids, state, new, rows, slots, replaced)
+        out = emb, slots.tolist(), rows, [new[i] for i in self.small], token_sum, seen
+        return (*out, replaced) if in_place else out
 
 
 KERNELS = (Int8GRUStep, Int8TOVAStep)

@@ -10,6 +10,8 @@
  * pop back to them. A step writes one key and value row per layer: with `rows` ([L, 2, H]) and `slots` ([L])
  * given, it also writes those rows and their slots there, and `out`'s keys and values may be NULL, so the
  * step never copies the cache (the streaming encoder keeps states as rows over the state they stepped from).
+ * With `out`'s keys and values aliasing `in`'s (a cache changed in place) and `replaced` ([L, 2, H]) given, the
+ * rows the step overwrites are written there first, so the caller can undo the step.
  * Buffers are caller-owned; nothing here allocates.
  */
 #include <string.h>
@@ -79,8 +81,8 @@ static void gelu(float *u, int n) {
 
 /* tsum/seen: the model's running token sum and tokens seen including this one (used with `residual`). */
 void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *in, float *const *out,
-                      float *rows, int32_t *slots, const float *tsum, const int64_t *seen, float *tsum_out,
-                      float *emb) {
+                      float *rows, int32_t *slots, float *replaced, const float *tsum, const int64_t *seen,
+                      float *tsum_out, float *emb) {
     const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads;
     const float scale = 1.f / sqrtf((float)D);
     const int tail = 3 * p->L + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
@@ -169,6 +171,10 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
         }
         if (fill_out != fill) memcpy(fill_out, fill, sizeof(float) * (size_t)S);
         if (keys_out != NULL) {
+            if (replaced != NULL) {
+                memcpy(replaced + 2 * (int64_t)l * H, keys_out + (int64_t)target * H, sizeof(float) * H);
+                memcpy(replaced + (2 * (int64_t)l + 1) * H, values_out + (int64_t)target * H, sizeof(float) * H);
+            }
             memcpy(keys_out + (int64_t)target * H, kv, sizeof(float) * H);
             memcpy(values_out + (int64_t)target * H, vv, sizeof(float) * H);
         }
