@@ -237,9 +237,9 @@ def student_table() -> str:
     at its data and time; per-keystroke cost from `benchmarks/run.py --compare` (student-speed.json)."""
     ratio, streamed_by = {}, {}
     # student-speed-v2 (after the fused step's filled-slot attention) adds the students the first run lacks, and
-    # student-speed-v6 (after the live cache) the card student and the feed-forward rows; each ratio is teacher vs
+    # student-speed-v7 (after the live cache) the card student and the feed-forward rows; each ratio is teacher vs
     # student within one run.
-    for file in ("student-speed-v2", "student-speed", "student-speed-v6"):
+    for file in ("student-speed-v2", "student-speed", "student-speed-v7"):
         speed = load(file) or {}
         for row in speed.get("keystroke", []):
             for key, value in row.items():
@@ -284,7 +284,7 @@ def student_table() -> str:
                               "the GRU of `make distill`; the same 12,000 texts and 7 minutes on 2 cores unless "
                               "named; `tf2rnn evaluate` on held-out texts of every source; cost from "
                               "`benchmarks/run.py --compare` (student-speed.json; student-speed-v2.json for "
-                              "the students it alone measured; student-speed-v6.json for the 60-minute student "
+                              "the students it alone measured; student-speed-v7.json for the 60-minute student "
                               "and the feed-forward rows, a later kernel and host phase)")
 
 

@@ -213,3 +213,9 @@ train tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4 --intermediat
   --compare outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4 \
   outputs/student-tova-l6-ffn768-refit-sampled-lr3e-4-grouped-posweight-final4 \
   outputs/student-tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4
+# The same three students after the fused step writes the live cache in place (the kernel returns the rows it
+# replaced; two PyTorch index ops per keystroke before).
+[ -f "$OUT/student-speed-v7.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v7.json" \
+  --compare outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4 \
+  outputs/student-tova-l6-ffn768-refit-sampled-lr3e-4-grouped-posweight-final4 \
+  outputs/student-tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4
