@@ -76,8 +76,9 @@ class ModelArguments:
     teacher_layers: Optional[str] = field(default=None, metadata={
         "help": "tova_attention: comma-separated teacher layers to copy (default: evenly spaced, ending at the last)."})
     intermediate_size: Optional[int] = field(default=None, metadata={
-        "help": "tova_attention: feed-forward neurons per layer, fewer than the teacher's to keep only its most "
-                "active ones on the first training texts (default: all of them)."})
+        "help": "Feed-forward neurons per layer of the attention-like cells. tova_attention: fewer than the teacher's "
+                "keeps each layer's most important ones, ranked and refitted on the first 512 training texts "
+                "(default: all of them)."})
     token_init: Optional[str] = field(default=None, metadata={
         "help": "One of " + ", ".join(TOKEN_INITS) + " (default: teacher_outputs; input_embeddings for cells that "
                 "inherit the teacher)."})
