@@ -195,9 +195,9 @@ class BatchStreamingEncoder:
         self.tokenizer = tokenizer
         slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
         self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
-        self._small = TOVAAttentionCell.rewritten_entries(self._slot_layers, len(model.init_state(1).cell_state)) \
-            if slot_cache else []
         self._empty = model.init_state(1)
+        self._small = TOVAAttentionCell.rewritten_entries(self._slot_layers, len(self._empty.cell_state)) \
+            if slot_cache else []
         self.streams: Dict[int, _Stream] = {}
         self._next_id = 0
 
