@@ -91,6 +91,14 @@ def test_forward_equals_steps_with_and_without_eviction(steps, pooling):
                     assert (emb[0] - out.last_hidden_state[row, t]).abs().max() < 1e-5, (row, t)
             for a, b in zip(state.cell_state, out.past_state.index_select([row]).cell_state):
                 assert (a - b).abs().max() < 1e-5
+        # In two chunks: the first starts from an empty cache (the shortcut every training batch takes), the
+        # second attends to the slots the first filled.
+        head = model(ids[:, :2], attention_mask=mask[:, :2], use_cache=True)
+        tail = model(ids[:, 2:], attention_mask=mask[:, 2:], past_state=head.past_state, use_cache=True)
+        chunked = torch.cat([head.last_hidden_state, tail.last_hidden_state], 1)
+        assert (chunked - out.last_hidden_state).abs().max() < 1e-5
+        for a, b in zip(tail.past_state.cell_state, out.past_state.cell_state):
+            assert (a - b).abs().max() < 1e-5
 
 
 def test_a_full_cache_drops_the_slot_the_query_weighs_least():

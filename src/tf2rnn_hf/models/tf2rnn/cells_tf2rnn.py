@@ -680,17 +680,32 @@ class TOVAAttentionCell(TF2RNNCell):
         steps = torch.arange(t, device=inputs.device)
         valid = steps[None] < lengths[:, None]  # [B, T]
         x = self._embed(inputs, count + 1 + steps[None])
-        filled = state[2].bool()  # no eviction has happened yet, so every layer holds `count` slots in order
         causal = (steps[:, None] >= steps[None])[None] & valid[:, None]
-        allowed = torch.cat([filled[:, None].expand(-1, t, -1), causal], -1)
-        # Step j of a row goes to slot count + j.
-        slot_ids = torch.arange(self.slots, device=inputs.device)
-        place = ((count.long() + steps[None])[..., None] == slot_ids) & valid[..., None]
-        written = place.any(1)[..., None]
-        place = place.to(inputs.dtype)
+        # From an empty cache (every training batch) the chunk attends to itself alone and fills slots 0..T-1:
+        # attending over the empty slots and placing rows by a one-hot product was half of a training step.
+        empty = not bool(count.any())
+        if empty:
+            allowed = causal
+            cut = min(t, self.slots)  # steps past the slots are padding here: no row overflows its cache
+            written = F.pad(valid[:, :cut].to(inputs.dtype), (0, self.slots - cut))
+        else:
+            filled = state[2].bool()  # no eviction has happened yet, so every layer holds `count` slots in order
+            allowed = torch.cat([filled[:, None].expand(-1, t, -1), causal], -1)
+            # Step j of a row goes to slot count + j.
+            slot_ids = torch.arange(self.slots, device=inputs.device)
+            place = ((count.long() + steps[None])[..., None] == slot_ids) & valid[..., None]
+            written = place.any(1)[..., None]
+            place = place.to(inputs.dtype)
         outputs, new_state = [], []
         for i, layer in enumerate(self.layers):
             keys, values, fill = state[3 * i: 3 * i + 3]
+            if empty:
+                x, k, v, _ = layer.attend(x, keys[:, :0], values[:, :0], allowed)
+                rows = written[:, :cut, None]
+                new_state += [F.pad(k[:, :cut] * rows, (0, 0, 0, self.slots - cut)),
+                              F.pad(v[:, :cut] * rows, (0, 0, 0, self.slots - cut)), written]
+                outputs.append(x)
+                continue
             x, k, v, _ = layer.attend(x, keys, values, allowed)
             outputs.append(x)
             new_state += [torch.where(written, torch.einsum("btk,bth->bkh", place, k), keys),
