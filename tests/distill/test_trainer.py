@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
@@ -177,6 +178,11 @@ def test_group_by_length_batches_like_lengths_without_decoding_rows(teacher, dat
                                       data_collator=TrajectoryCollator(tok.pad_token_id))
         if strategy == "group_by_length":  # the Trainer reads this column instead of every row
             assert list(trainer.train_dataset["length"]) == [len(ids) for ids in rows["input_ids"]]
+            # ... and the sampler sorts plain ints: datasets' lazy column would read a row per index, each epoch.
+            sampler = trainer._get_train_sampler()
+            assert sampler.lengths == [len(ids) for ids in rows["input_ids"]]
+            with mock.patch.object(datasets.Dataset, "__getitem__", side_effect=AssertionError("read a row")):
+                assert sorted(sampler) == list(range(len(rows)))
         batches = list(trainer.get_train_dataloader())
         assert sum(len(b["input_ids"]) for b in batches) == len(rows)
         padded[strategy] = sum(int((1 - b["attention_mask"]).sum()) for b in batches)

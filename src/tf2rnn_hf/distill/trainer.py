@@ -9,6 +9,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import Trainer, TrainerCallback
 from transformers.trainer_callback import ProgressCallback
+from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from ..evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
 from .losses import KeystrokeLoss, NeighbourLoss, RolloutLoss, SimilarityLoss, TransitionLoss, teacher_bank
@@ -62,6 +63,14 @@ class DistillationTrainer(Trainer):
         if self.schedule.uses_transition and getattr(self.model, "state_lift", None) is None:
             raise ValueError("The schedule uses the transition loss or restarts: build the student with "
                              "build_student(..., state_lift=True) (gru/lstm cells).")
+
+    def _get_train_sampler(self, *args, **kwargs):
+        sampler = super()._get_train_sampler(*args, **kwargs)
+        if isinstance(sampler, LengthGroupedSampler) and not isinstance(sampler.lengths, list):
+            # The Trainer hands the sampler `dataset["length"]`, which datasets returns as a lazy column; the
+            # sampler sorts by indexing it one row at a time at every epoch, inside the time budget.
+            sampler.lengths = [int(n) for n in sampler.lengths[:]]
+        return sampler
 
     def _progress(self) -> float:
         if self.time_budget:
