@@ -172,6 +172,10 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
              "student-tova-l6-ffn768-refit-sampled-lr3e-4-grouped-posweight-final4", False),
             ("the same keeping 384 neurons, refitted", "student-tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4-eval",
              "student-tova-l6-ffn384-refit-sampled-lr3e-4-grouped-posweight-final4", False),
+            ("the preset's 20-minute recipe again on the trainer of 0e1bc07 (no attention over empty slots; the "
+             "length-grouped sampler sorts plain ints)",
+             "student-tova-l6-sampled-lr3e-4-grouped-posweight-final4-at0e1bc07-eval",
+             "student-tova-l6-sampled-lr3e-4-grouped-posweight-final4-at0e1bc07", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min", "student-tova-l6-sampled-45-eval",
              "student-tova-l6-sampled-45", False),
             ("inherited, 6 layers, the same 30,000 texts, 45 min, lr 3e-4", "student-tova-l6-sampled-45-lr3e-4-eval",
@@ -188,6 +192,9 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
              "position-weighted pooling, last step weighted 4",
              "student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-eval",
              "student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4", False),
+            ("the same 60 minutes on the trainer of 0e1bc07",
+             "student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-at0e1bc07-eval",
+             "student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-at0e1bc07", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
@@ -237,9 +244,9 @@ def student_table() -> str:
     at its data and time; per-keystroke cost from `benchmarks/run.py --compare` (student-speed.json)."""
     ratio, streamed_by = {}, {}
     # student-speed-v2 (after the fused step's filled-slot attention) adds the students the first run lacks, and
-    # student-speed-v7 (after the live cache) the card student and the feed-forward rows; each ratio is teacher vs
-    # student within one run.
-    for file in ("student-speed-v2", "student-speed", "student-speed-v7"):
+    # student-speed-v7 (after the live cache) the card student and the feed-forward rows, student-speed-v8 the
+    # 60-minute student of 0e1bc07; each ratio is teacher vs student within one run.
+    for file in ("student-speed-v2", "student-speed", "student-speed-v7", "student-speed-v8"):
         speed = load(file) or {}
         for row in speed.get("keystroke", []):
             for key, value in row.items():
@@ -285,7 +292,8 @@ def student_table() -> str:
                               "named; `tf2rnn evaluate` on held-out texts of every source; cost from "
                               "`benchmarks/run.py --compare` (student-speed.json; student-speed-v2.json for "
                               "the students it alone measured; student-speed-v7.json for the 60-minute student "
-                              "and the feed-forward rows, a later kernel and host phase)")
+                              "and the feed-forward rows, a later kernel and host phase; student-speed-v8.json "
+                              "for the 60-minute student of 0e1bc07)")
 
 
 def transfer_table() -> str:
