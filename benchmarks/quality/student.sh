@@ -232,3 +232,8 @@ train tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-at0e1bc07 --max_train_t
 # The cost side of the 60-minute student of 0e1bc07 (the same shape as the card student of student-speed-v7.json).
 [ -f "$OUT/student-speed-v8.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v8.json" \
   --compare outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-at0e1bc07
+# v8 measured the new student ~65% slower per keystroke than v7 measured the card student (same shape; the teacher
+# moved +28% with it): both 60-minute students side by side in one run, to tell the host's phase from a change.
+[ -f "$OUT/student-speed-v9.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v9.json" \
+  --compare outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4 \
+  outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-at0e1bc07
