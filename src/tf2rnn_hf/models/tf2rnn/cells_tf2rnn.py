@@ -682,12 +682,12 @@ class TOVAAttentionCell(TF2RNNCell):
         x = self._embed(inputs, count + 1 + steps[None])
         causal = (steps[:, None] >= steps[None])[None] & valid[:, None]
         # From an empty cache (every training batch) the chunk attends to itself alone and fills slots 0..T-1:
-        # attending over the empty slots and placing rows by a one-hot product was half of a training step.
+        # attending over the empty slots and placing rows by a one-hot product cost a fifth of a training step.
         empty = not bool(count.any())
         if empty:
             allowed = causal
             cut = min(t, self.slots)  # steps past the slots are padding here: no row overflows its cache
-            written = F.pad(valid[:, :cut].to(inputs.dtype), (0, self.slots - cut))
+            new_fill = F.pad(valid[:, :cut].to(inputs.dtype), (0, self.slots - cut))
         else:
             filled = state[2].bool()  # no eviction has happened yet, so every layer holds `count` slots in order
             allowed = torch.cat([filled[:, None].expand(-1, t, -1), causal], -1)
@@ -701,9 +701,9 @@ class TOVAAttentionCell(TF2RNNCell):
             keys, values, fill = state[3 * i: 3 * i + 3]
             if empty:
                 x, k, v, _ = layer.attend(x, keys[:, :0], values[:, :0], allowed)
-                rows = written[:, :cut, None]
+                rows = new_fill[:, :cut, None]
                 new_state += [F.pad(k[:, :cut] * rows, (0, 0, 0, self.slots - cut)),
-                              F.pad(v[:, :cut] * rows, (0, 0, 0, self.slots - cut)), written]
+                              F.pad(v[:, :cut] * rows, (0, 0, 0, self.slots - cut)), new_fill]
                 outputs.append(x)
                 continue
             x, k, v, _ = layer.attend(x, keys, values, allowed)
