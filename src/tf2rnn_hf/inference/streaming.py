@@ -110,9 +110,10 @@ class _LiveCache:
             path.append(node)
             node = node.parent
         if node is target:
+            layers = torch.arange(len(self.kv))
             for step in path:  # newest first
                 if step.undo.numel():
-                    self.kv[torch.arange(len(self.kv)), :, 0, step.slots] = step.undo
+                    self.kv[layers, :, 0, step.slots] = step.undo
         else:
             cell = _full(target).cell_state
             for layer in range(len(self.kv)):
