@@ -115,6 +115,29 @@ def test_empty_sequence_is_a_documented_no_op(cell_type):
     assert torch.isfinite(masked).all() and torch.equal(masked, torch.zeros(2, 16))
 
 
+@pytest.mark.parametrize("steps", [4, STEPS])  # tova's 5 slots: the parallel form alone, then with eviction
+def test_a_forward_without_cache_equals_one_with_it_from_a_state_that_holds_no_memory(cell_type, steps):
+    """use_cache=False (every training step) starts from an empty state whose tensors are one expanded zero each
+    (a cell writing it in place would raise) and returns none, with the outputs and gradients of use_cache=True."""
+    ids, mask = (x[:, :steps] for x in _batch("right"))
+    model = tiny_model(cell_type)
+    states, results = [], []
+    hook = model.cell.register_forward_pre_hook(lambda module, args: states.append(args[1]))
+    for use_cache in (True, False):
+        out = model(ids, attention_mask=mask, use_cache=use_cache)
+        out.last_hidden_state.pow(3).sum().backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+        model.zero_grad(set_to_none=True)
+        results.append((out.last_hidden_state.detach(), out.pooler_output.detach(), grads, out.past_state))
+    hook.remove()
+    assert all(t.stride(0) != 0 for t in states[0]) and all(t.stride() == (0,) * t.dim() for t in states[1])
+    (cached, cached_pooled, cached_grads, cache), (plain, plain_pooled, plain_grads, none) = results
+    assert cache is not None and none is None
+    assert (plain - cached).abs().max() <= 1e-6 and (plain_pooled - cached_pooled).abs().max() <= 1e-6
+    assert cached_grads.keys() == plain_grads.keys()
+    assert all((plain_grads[n] - g).abs().max() <= 1e-5 for n, g in cached_grads.items())
+
+
 def test_bad_inputs_raise_clear_errors():
     model = tiny_model("gru")
     ids = torch.randint(2, 50, (2, 4))
