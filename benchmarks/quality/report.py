@@ -198,6 +198,10 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("the same 60 minutes on the trainer of 0e1bc07",
              "student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-at0e1bc07-eval",
              "student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4-at0e1bc07", False),
+            ("the 60,000 texts for 45 minutes on the trainer of ac3402c (44 minutes of trajectories from an empty "
+             "cache: the issue's 90 in all)",
+             "student-tova-l6-sampled60k-45-lr3e-4-grouped-posweight-final4-atac3402c-eval",
+             "student-tova-l6-sampled60k-45-lr3e-4-grouped-posweight-final4-atac3402c", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
