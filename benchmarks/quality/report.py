@@ -252,9 +252,9 @@ def student_table() -> str:
     ratio, streamed_by = {}, {}
     # student-speed-v2 (after the fused step's filled-slot attention) adds the students the first run lacks, and
     # student-speed-v7 (after the live cache) the card student and the feed-forward rows, student-speed-v9 the
-    # 60-minute student of 0e1bc07 (v9 measured the card student beside it; v7, read last, keeps the card's own
-    # figure); each ratio is teacher vs student within one run.
-    for file in ("student-speed-v2", "student-speed", "student-speed-v9", "student-speed-v7"):
+    # 60-minute student of 0e1bc07 (v9 measured the card student beside it; v7, read last, keeps that student's own
+    # figure), student-speed-v10 the 60,000-text student of ac3402c; each ratio is teacher vs student within one run.
+    for file in ("student-speed-v2", "student-speed", "student-speed-v9", "student-speed-v10", "student-speed-v7"):
         speed = load(file) or {}
         for row in speed.get("keystroke", []):
             for key, value in row.items():
@@ -301,7 +301,9 @@ def student_table() -> str:
                               "`benchmarks/run.py --compare` (student-speed.json; student-speed-v2.json for "
                               "the students it alone measured; student-speed-v7.json for the 60-minute student "
                               "and the feed-forward rows, a later kernel and host phase; student-speed-v9.json "
-                              "for the 60-minute student of 0e1bc07, where the card student measured 23x / 44x)")
+                              "for the 60-minute student of 0e1bc07, where the 60-minute card student measured 23x / 44x; "
+                              "student-speed-v10.json for the 60,000-text student of ac3402c, where it measured "
+                              "25x / 40x)")
 
 
 def transfer_table() -> str:

@@ -249,3 +249,8 @@ train tova-l6-sampled60k-lr3e-4-grouped-posweight-final4 --max_train_texts 60000
 train tova-l6-sampled60k-45-lr3e-4-grouped-posweight-final4-atac3402c --max_train_texts 60000 --train_sample_seed 0 \
   --train_minutes 45 --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 \
   --final_weight 4
+# The cost side of the 60,000-text student of ac3402c beside the card student it replaces (the same shape), in
+# one run.
+[ -f "$OUT/student-speed-v10.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v10.json" \
+  --compare outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4 \
+  outputs/student-tova-l6-sampled60k-45-lr3e-4-grouped-posweight-final4-atac3402c
