@@ -302,7 +302,8 @@ def student_table() -> str:
                               "the students it alone measured; student-speed-v7.json for the 60-minute student "
                               "and the feed-forward rows, a later kernel and host phase; student-speed-v9.json "
                               "for the 60-minute student of 0e1bc07, where the 60-minute card student measured 23x / 44x; "
-                              "student-speed-v10.json for the 60,000-text student of ac3402c, where it measured "
+                              "student-speed-v10.json for the 60,000-text student of ac3402c, where the 60-minute "
+                              "student it replaces measured "
                               "25x / 40x)")
 
 
