@@ -254,3 +254,13 @@ train tova-l6-sampled60k-45-lr3e-4-grouped-posweight-final4-atac3402c --max_trai
 [ -f "$OUT/student-speed-v10.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v10.json" \
   --compare outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4 \
   outputs/student-tova-l6-sampled60k-45-lr3e-4-grouped-posweight-final4-atac3402c
+# More distinct texts again: the first 100,000 texts of the same seeded draw (trajectories cached by the
+# trajectory-shards-100k.json run), the preset's other arguments, at 20 and 45 minutes, against the 60,000-text
+# rows above. From an empty cache these trajectories take ~62 minutes on 2 cores (37.1 s per 1,000), so a winner
+# here is a recipe that states its trajectory time, or one whose trajectories come from a GPU.
+train tova-l6-sampled100k-lr3e-4-grouped-posweight-final4-ata55724a --max_train_texts 100000 --train_sample_seed 0 \
+  --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 \
+  --final_weight 4
+train tova-l6-sampled100k-45-lr3e-4-grouped-posweight-final4-ata55724a --max_train_texts 100000 \
+  --train_sample_seed 0 --train_minutes 45 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
+  --pooling_position_exponent 1 --final_weight 4
