@@ -260,8 +260,10 @@ def student_table() -> str:
     # student-speed-v2 (after the fused step's filled-slot attention) adds the students the first run lacks, and
     # student-speed-v7 (after the live cache) the card student and the feed-forward rows, student-speed-v9 the
     # 60-minute student of 0e1bc07 (v9 measured the card student beside it; v7, read last, keeps that student's own
-    # figure), student-speed-v10 the 60,000-text student of ac3402c; each ratio is teacher vs student within one run.
-    for file in ("student-speed-v2", "student-speed", "student-speed-v9", "student-speed-v10", "student-speed-v7"):
+    # figure), student-speed-v10 the 60,000-text student of ac3402c, student-speed-v11 the --stride 2 student (v10,
+    # read after it, keeps the 60,000-text student's own figure); each ratio is teacher vs student within one run.
+    for file in ("student-speed-v2", "student-speed", "student-speed-v9", "student-speed-v11", "student-speed-v10",
+                 "student-speed-v7"):
         speed = load(file) or {}
         for row in speed.get("keystroke", []):
             for key, value in row.items():
@@ -310,8 +312,9 @@ def student_table() -> str:
                               "and the feed-forward rows, a later kernel and host phase; student-speed-v9.json "
                               "for the 60-minute student of 0e1bc07, where the 60-minute card student measured 23x / 44x; "
                               "student-speed-v10.json for the 60,000-text student of ac3402c, where the 60-minute "
-                              "student it replaces measured "
-                              "25x / 40x)")
+                              "student it replaces measured 25x / 40x; student-speed-v11.json for the --stride 2 "
+                              "student, in a slower phase of the host where the 60,000-text student measured "
+                              "17x / 31x)")
 
 
 def transfer_table() -> str:

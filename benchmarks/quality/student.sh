@@ -267,3 +267,7 @@ train tova-l6-sampled100k-lr3e-4-grouped-posweight-final4-ata55724a --max_train_
 train tova-l6-sampled100k-stride2-45-lr3e-4-grouped-posweight-final4-ata55724a --max_train_texts 100000 \
   --train_sample_seed 0 --stride 2 --train_minutes 45 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
   --pooling_position_exponent 1 --final_weight 4
+# The cost side of the --stride 2 student beside the card student it would replace (the same shape), in one run.
+[ -f "$OUT/student-speed-v11.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v11.json" \
+  --compare outputs/student-tova-l6-sampled60k-45-lr3e-4-grouped-posweight-final4-atac3402c \
+  outputs/student-tova-l6-sampled100k-stride2-45-lr3e-4-grouped-posweight-final4-ata55724a
