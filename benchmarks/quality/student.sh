@@ -271,3 +271,8 @@ train tova-l6-sampled100k-stride2-45-lr3e-4-grouped-posweight-final4-ata55724a -
 [ -f "$OUT/student-speed-v11.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v11.json" \
   --compare outputs/student-tova-l6-sampled60k-45-lr3e-4-grouped-posweight-final4-atac3402c \
   outputs/student-tova-l6-sampled100k-stride2-45-lr3e-4-grouped-posweight-final4-ata55724a
+# What the dropped targets cost at equal texts and minutes: the 100,000 texts at --stride 2 (trajectories cached by
+# the row above) for the preset's 20 minutes, against tova-l6-sampled100k-lr3e-4-...-ata55724a (every prefix).
+train tova-l6-sampled100k-stride2-lr3e-4-grouped-posweight-final4-at7949fbe --max_train_texts 100000 \
+  --train_sample_seed 0 --stride 2 --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
+  --pooling_position_exponent 1 --final_weight 4
