@@ -260,19 +260,20 @@ def student_table() -> str:
     """Student v2 (student.sh): students that inherit the teacher's layers, against the GRU of `make distill`,
     at its data and time; per-keystroke cost from `benchmarks/run.py --compare` (student-speed.json)."""
     ratio, streamed_by = {}, {}
-    # student-speed-v2 (after the fused step's filled-slot attention) adds the students the first run lacks, and
-    # student-speed-v7 (after the live cache) the card student and the feed-forward rows, student-speed-v9 the
-    # 60-minute student of 0e1bc07 (v9 measured the card student beside it; v7, read last, keeps that student's own
-    # figure), student-speed-v10 the 60,000-text student of ac3402c, student-speed-v11 the --stride 2 student (v10,
-    # read after it, keeps the 60,000-text student's own figure); each ratio is teacher vs student within one run.
-    for file in ("student-speed-v2", "student-speed", "student-speed-v9", "student-speed-v11", "student-speed-v10",
-                 "student-speed-v7"):
+    # Later runs measure new students beside older ones (in another phase of the host), so a student's figure comes
+    # from the first run, in this order, that measured it: student-speed, then -v2 (after the fused step's
+    # filled-slot attention), -v7 (after the live cache: the card student and the feed-forward rows), -v9 (the
+    # 60-minute student of 0e1bc07), -v10 (the 60,000-text student of ac3402c), -v11 (the --stride 2 student). Each
+    # ratio is teacher vs student within one run.
+    for file in ("student-speed", "student-speed-v2", "student-speed-v7", "student-speed-v9", "student-speed-v10",
+                 "student-speed-v11"):
         speed = load(file) or {}
         for row in speed.get("keystroke", []):
             for key, value in row.items():
                 if key.startswith("speedup_") and not key.endswith("_cold"):
-                    ratio[(key[len("speedup_"):], row["prefix_tokens"])] = value
-        streamed_by.update(speed.get("streamed_fidelity", {}).get("students", {}))
+                    ratio.setdefault((key[len("speedup_"):], row["prefix_tokens"]), value)
+        for student, streamed in speed.get("streamed_fidelity", {}).get("students", {}).items():
+            streamed_by.setdefault(student, streamed)
     rows = {}
     for name, eval_file, train_file, wordnet_only in STUDENTS:
         r = load(eval_file)

@@ -261,9 +261,10 @@ train tova-l6-sampled100k-lr3e-4-grouped-posweight-final4-ata55724a --max_train_
   --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 \
   --final_weight 4
 # A cheaper teacher pass on CPU: a target at every 2nd prefix (plus the first and the last; --stride 2) cuts the
-# teacher's work per text by ~40% (short prefixes are the cheap ones), so 100,000 texts' trajectories (computed here from an empty cache, their time in the
-# log and the run manifest) plus 45 minutes of training fit the issue's 90 minutes. Against the 90-minute recipe
-# on 60,000 texts at every prefix (tova-l6-sampled60k-45-...-atac3402c) and the 20-minute row above.
+# teacher's work per text by ~40% (short prefixes are the cheap ones), so 100,000 texts' trajectories (computed
+# here from an empty cache, their time in the log and the run manifest) plus 45 minutes of training fit the issue's
+# 90 minutes. Against the 90-minute recipe on 60,000 texts at every prefix (tova-l6-sampled60k-45-...-atac3402c)
+# and the 20-minute row above.
 train tova-l6-sampled100k-stride2-45-lr3e-4-grouped-posweight-final4-ata55724a --max_train_texts 100000 \
   --train_sample_seed 0 --stride 2 --train_minutes 45 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
   --pooling_position_exponent 1 --final_weight 4
