@@ -277,3 +277,9 @@ train tova-l6-sampled100k-stride2-45-lr3e-4-grouped-posweight-final4-ata55724a -
 train tova-l6-sampled100k-stride2-lr3e-4-grouped-posweight-final4-at7949fbe --max_train_texts 100000 \
   --train_sample_seed 0 --stride 2 --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
   --pooling_position_exponent 1 --final_weight 4
+# Further along the texts axis at the 90 minutes: the first 150,000 texts of the same seeded draw with a
+# target at every 3rd prefix (plus the first and the last; --stride 3), trajectories from an empty cache inside the
+# row, then 45 minutes of training. Against the card student (100,000 texts, --stride 2, 45 minutes).
+train tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 --max_train_texts 150000 \
+  --train_sample_seed 0 --stride 3 --train_minutes 45 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
+  --pooling_position_exponent 1 --final_weight 4
