@@ -212,6 +212,10 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
              "an empty cache fit the issue's 90 minutes beside the training)",
              "student-tova-l6-sampled100k-stride2-45-lr3e-4-grouped-posweight-final4-ata55724a-eval",
              "student-tova-l6-sampled100k-stride2-45-lr3e-4-grouped-posweight-final4-ata55724a", False),
+            ("150,000 texts for 45 minutes with a target at every 3rd prefix (--stride 3; trajectories from an empty "
+             "cache inside the issue's 90 minutes)",
+             "student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24-eval",
+             "student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
