@@ -1,6 +1,8 @@
 """Trajectories: batched == one call per prefix, char prefixes, crash-safe resumable shards, and two
 accelerate processes producing the same cache as one."""
 
+import dataclasses
+import hashlib
 import json
 import os
 import signal
@@ -38,6 +40,24 @@ def test_stride_keeps_first_and_last():
     assert T.target_steps(1, 3) == [1]
     assert T.target_steps(5, 1) == [1, 2, 3, 4, 5]
     assert T.target_steps(0, 1) == []
+    assert T.target_steps(10, 4, dense_prefixes=3) == [1, 2, 3, 4, 8, 10]
+    assert T.target_steps(2, 4, dense_prefixes=8) == [1, 2]
+    with pytest.raises(ValueError, match="dense_prefixes"):
+        T.TrajectorySettings(dense_prefixes=-1)
+
+
+def test_dense_prefixes_in_shards_and_cache_key(teacher, tmp_path):
+    text = "x y z w v u t s r q p"
+    settings = T.TrajectorySettings(bf16=False, stride=4, dense_prefixes=3)
+    ds, _ = T.compute_shard([text], teacher, settings)
+    n = len(ds[0]["input_ids"])
+    assert ds[0]["target_steps"] == T.target_steps(n, 4, 3) and len(ds[0]["trajectory"]) == len(ds[0]["target_steps"])
+    # Unset, the new field leaves the cache key as it was before the field existed (earlier caches stay valid).
+    plain = T.TrajectorySettings(bf16=False, stride=4)
+    old_fields = {k: v for k, v in dataclasses.asdict(plain).items() if k != "dense_prefixes"}
+    old_key = json.dumps({"teacher": teacher.fingerprint(), "settings": old_fields}, sort_keys=True)
+    assert T.cache_root(teacher, plain, tmp_path).name == f"token-{hashlib.sha256(old_key.encode()).hexdigest()[:16]}"
+    assert T.cache_root(teacher, settings, tmp_path) != T.cache_root(teacher, plain, tmp_path)
 
 
 def test_char_granularity_records_shared_tokens(teacher):

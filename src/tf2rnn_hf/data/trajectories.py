@@ -33,6 +33,9 @@ class TrajectorySettings:
     prefix_unit: str = "token"  # "token": tokens[:t]; "char": text[:c] re-tokenised, as typed (keystrokes)
     max_tokens: Optional[int] = 64  # text tokens kept (without specials); longer texts are truncated
     stride: int = 1  # target every stride-th prefix, plus the first and the last; 1 = the full trajectory
+    # Every prefix up to this length keeps a target whatever the stride: short prefixes are the teacher's
+    # cheapest calls and the first thing a user types (--stride 3 cost them keystroke cosine).
+    dense_prefixes: int = 0
     # Teacher under bf16 autocast (cosine 0.99998 to fp32); None: where the teacher's device computes bf16
     # natively (`teacher.fast_bf16`), which the cache's fingerprint then records as True or False.
     bf16: Optional[bool] = None
@@ -45,15 +48,18 @@ class TrajectorySettings:
         for name in ("stride", "token_budget", "shard_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}.")
+        if self.dense_prefixes < 0:
+            raise ValueError(f"dense_prefixes must be zero or positive, got {self.dense_prefixes}.")
         if self.max_tokens is not None and self.max_tokens <= 0:
             raise ValueError(f"max_tokens must be positive or None, got {self.max_tokens}.")
 
 
-def target_steps(length: int, stride: int) -> List[int]:
-    """Prefix lengths (1-based) that get a target: every `stride`-th, always the first and the last."""
+def target_steps(length: int, stride: int, dense_prefixes: int = 0) -> List[int]:
+    """Prefix lengths (1-based) that get a target: every `stride`-th, every one up to `dense_prefixes`, and
+    always the first and the last."""
     if length <= 0:
         return []
-    return sorted({1, length, *range(stride, length + 1, stride)})
+    return sorted({1, length, *range(stride, length + 1, stride), *range(1, min(dense_prefixes, length) + 1)})
 
 
 def char_prefixes(text: str, tokenizer, max_tokens: Optional[int]) -> Tuple[List[int], List[List[int]]]:
@@ -116,11 +122,11 @@ def compute_shard(texts: Sequence[str], teacher: Teacher, settings: TrajectorySe
         ids = ids[:max_tokens]
         row = {"text": text, "input_ids": ids, "truncated": truncated}
         if settings.prefix_unit == "token":
-            steps = target_steps(len(ids), settings.stride)
+            steps = target_steps(len(ids), settings.stride, settings.dense_prefixes)
             keys = [tuple(ids[:t]) for t in steps]
         else:
             ends, token_lists = char_prefixes(text, teacher.tokenizer, max_tokens)
-            picked = target_steps(len(ends), settings.stride)
+            picked = target_steps(len(ends), settings.stride, settings.dense_prefixes)
             ends = [ends[i - 1] for i in picked]
             token_lists = [token_lists[i - 1] for i in picked]
             row.update(char_ends=ends, char_input_ids=token_lists,
@@ -171,11 +177,17 @@ def texts_fingerprint(texts: Sequence[str]) -> str:
     return digest.hexdigest()[:16]
 
 
+_ADDED_LATER = {"dense_prefixes": 0}
+
+
 def cache_root(teacher: Teacher, settings: TrajectorySettings, cache_dir: Optional[Union[str, Path]] = None) -> Path:
     """The cache folder of a teacher and settings. Shards inside are keyed by their own texts, so a larger
     slice of the same corpus reuses every shard a smaller one computed."""
     settings = resolve(settings, teacher)
-    key = json.dumps({"teacher": teacher.fingerprint(), "settings": dataclasses.asdict(settings)}, sort_keys=True)
+    fields = dataclasses.asdict(settings)
+    # Fields added after caches existed enter the key only when set, so those caches keep their folders.
+    fields = {k: v for k, v in fields.items() if not (k in _ADDED_LATER and v == _ADDED_LATER[k])}
+    key = json.dumps({"teacher": teacher.fingerprint(), "settings": fields}, sort_keys=True)
     name = f"{settings.prefix_unit}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     return Path(cache_dir or default_cache_dir()) / "trajectories" / name
 

@@ -122,6 +122,9 @@ class DataArguments:
     prefix_unit: str = field(default="token", metadata={
         "help": "Trajectories over 'token' prefixes, or 'char' (every keystroke; needed by --keystroke_weight)."})
     stride: int = 1
+    dense_prefixes: int = field(default=0, metadata={
+        "help": "With --stride: every prefix up to this many tokens (or keystrokes) keeps its target; short "
+                "prefixes are the teacher's cheapest calls and what a user types first."})
     max_tokens: int = 64
     passage_tokens: Optional[int] = field(default=None, metadata={
         "help": "Join consecutive training texts into passages of at least this many tokens (raise --max_tokens "
@@ -211,7 +214,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     teacher = Teacher(model_args.teacher, device=training_args.device)  # each process its own GPU, or the CPU
     settings = trajectories.TrajectorySettings(
         prefix_unit=data_args.prefix_unit, max_tokens=data_args.max_tokens, stride=data_args.stride,
-        bf16=data_args.teacher_bf16, token_budget=data_args.token_budget, shard_size=data_args.shard_size)
+        dense_prefixes=data_args.dense_prefixes, bf16=data_args.teacher_bf16, token_budget=data_args.token_budget,
+        shard_size=data_args.shard_size)
     # The main process builds shared artefacts first (the offline corpus, token vectors); the others then
     # read them from the cache instead of racing to write them.
     with training_args.main_process_first(desc="corpus"):
@@ -244,7 +248,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
     if left_out:  # dropped after their trajectories: the left-out run reuses the shards of the full draw
         train_ds = train_ds.filter(lambda batch: [t not in left_out for t in batch["text"]], batched=True)
     # Held-out fidelity: token trajectories for a token student (whatever it trained on), keystrokes for bytes.
-    eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1,
+    eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1, "dense_prefixes": 0,
                                                        "prefix_unit": "char" if byte_student else "token"})
     eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir)
     if byte_student:
