@@ -283,3 +283,8 @@ train tova-l6-sampled100k-stride2-lr3e-4-grouped-posweight-final4-at7949fbe --ma
 train tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --train_minutes 45 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
   --pooling_position_exponent 1 --final_weight 4
+# The same 150,000 texts at --stride 3 (trajectories cached by the row above) for the preset's 20 minutes, against
+# tova-l6-sampled100k-stride2-lr3e-4-...-at7949fbe (100,000 texts, --stride 2, 20 minutes): texts at equal minutes.
+train tova-l6-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at91006fd --max_train_texts 150000 \
+  --train_sample_seed 0 --stride 3 --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
+  --pooling_position_exponent 1 --final_weight 4
