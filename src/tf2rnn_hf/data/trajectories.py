@@ -35,7 +35,7 @@ class TrajectorySettings:
     stride: int = 1  # target every stride-th prefix, plus the first and the last; 1 = the full trajectory
     # Every prefix up to this length keeps a target whatever the stride: short prefixes are the teacher's
     # cheapest calls and the first thing a user types (--stride 3 cost them keystroke cosine).
-    dense_prefixes: int = 0
+    dense_prefixes: int = dataclasses.field(default=0, metadata={"key_when_set": True})
     # Teacher under bf16 autocast (cosine 0.99998 to fp32); None: where the teacher's device computes bf16
     # natively (`teacher.fast_bf16`), which the cache's fingerprint then records as True or False.
     bf16: Optional[bool] = None
@@ -177,16 +177,14 @@ def texts_fingerprint(texts: Sequence[str]) -> str:
     return digest.hexdigest()[:16]
 
 
-_ADDED_LATER = {"dense_prefixes": 0}
-
-
 def cache_root(teacher: Teacher, settings: TrajectorySettings, cache_dir: Optional[Union[str, Path]] = None) -> Path:
     """The cache folder of a teacher and settings. Shards inside are keyed by their own texts, so a larger
     slice of the same corpus reuses every shard a smaller one computed."""
     settings = resolve(settings, teacher)
-    fields = dataclasses.asdict(settings)
-    # Fields added after caches existed enter the key only when set, so those caches keep their folders.
-    fields = {k: v for k, v in fields.items() if not (k in _ADDED_LATER and v == _ADDED_LATER[k])}
+    # Fields added after caches existed (metadata `key_when_set`) enter the key only when set, so those caches
+    # keep their folders.
+    fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+              if not (f.metadata.get("key_when_set") and getattr(settings, f.name) == f.default)}
     key = json.dumps({"teacher": teacher.fingerprint(), "settings": fields}, sort_keys=True)
     name = f"{settings.prefix_unit}-{hashlib.sha256(key.encode()).hexdigest()[:16]}"
     return Path(cache_dir or default_cache_dir()) / "trajectories" / name
