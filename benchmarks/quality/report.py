@@ -219,6 +219,10 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
              "cache inside the issue's 90 minutes)",
              "student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24-eval",
              "student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24", False),
+            ("the same with every prefix up to 4 tokens kept (--dense_prefixes 4; trajectories from an empty cache "
+             "in a slower phase of the host)",
+             "student-tova-l6-sampled150k-stride3-dense4-45-lr3e-4-grouped-posweight-final4-ate37f861-eval",
+             "student-tova-l6-sampled150k-stride3-dense4-45-lr3e-4-grouped-posweight-final4-ate37f861", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
