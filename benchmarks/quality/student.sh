@@ -295,3 +295,9 @@ train tova-l6-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at91006fd --ma
 train tova-l6-sampled150k-stride3-dense4-45-lr3e-4-grouped-posweight-final4-ate37f861 --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --dense_prefixes 4 --train_minutes 45 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# The same --dense_prefixes 4 targets (trajectories cached by the row above) for the preset's 20 minutes, against
+# tova-l6-sampled150k-stride3-lr3e-4-...-at91006fd (plain --stride 3, 20 minutes, run in a similar host phase after
+# the tests): the dense short prefixes at equal texts and minutes, without the 45-minute pair's 10% gap in samples.
+train tova-l6-sampled150k-stride3-dense4-lr3e-4-grouped-posweight-final4-at3a7afeb --max_train_texts 150000 \
+  --train_sample_seed 0 --stride 3 --dense_prefixes 4 --train_minutes 20 --learning_rate 3e-4 \
+  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
