@@ -289,8 +289,9 @@ train tova-l6-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at91006fd --ma
   --train_sample_seed 0 --stride 3 --train_minutes 20 --learning_rate 3e-4 --train_sampling_strategy group_by_length \
   --pooling_position_exponent 1 --final_weight 4
 # The same 150,000 texts at --stride 3 with every prefix up to 4 tokens kept (--dense_prefixes 4: the short
-# prefixes are the teacher's cheapest calls and what a user types first; target-cost.json put it within noise of
-# plain stride 3), trajectories from an empty cache inside the row, then 45 minutes of training. Against
+# prefixes are the teacher's cheapest calls and what a user types first; target-cost.json's one shard put it within
+# noise of plain stride 3, but on these texts it took 30% more teacher calls), trajectories from an empty cache
+# inside the row, then 45 minutes of training. Against
 # tova-l6-sampled150k-stride3-45-...-atd993c24 (plain stride 3: keystroke cosine 0.948) and the card student (0.951).
 train tova-l6-sampled150k-stride3-dense4-45-lr3e-4-grouped-posweight-final4-ate37f861 --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --dense_prefixes 4 --train_minutes 45 --learning_rate 3e-4 \
