@@ -28,7 +28,8 @@ from tf2rnn_hf import CELL_TYPES, TF2RNNConfig, TF2RNNModel  # noqa: E402
 VARIANTS = {"gru-residual-mlp": dict(cell_type="gru", num_hidden_layers=3, residual_layers=True,
                                      readout_hidden_size=20),
             "tova-bidirectional": dict(cell_type="tova_attention", bidirectional_pooling=True),
-            "tova-position-weighted": dict(cell_type="tova_attention", pooling_position_exponent=1.0)}
+            "tova-position-weighted": dict(cell_type="tova_attention", pooling_position_exponent=1.0),
+            "tova-open": dict(cell_type="tova_attention", open_tokens=3, pooling_position_exponent=1.0)}
 
 
 def tiny_config(cell_type: str = "gru", **overrides) -> TF2RNNConfig:

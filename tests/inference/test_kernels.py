@@ -181,17 +181,21 @@ def test_without_a_compiler_int8_falls_back_to_pytorch(tmp_path, monkeypatch):
 
 
 @torch.no_grad()
-def test_bidirectional_pooling_is_not_silently_dropped_by_the_fused_step():
-    """The fused TOVA step has no bidirectional pooling term: such a student keeps PyTorch's int8 step."""
-    model = _tova(32, False, bidirectional_pooling=True)
-    assert len(model.init_state(1).cell_state) == len(_tova(32, False).init_state(1).cell_state) + 3
-    with pytest.raises(ValueError, match="no bidirectional pooling"):
+@pytest.mark.parametrize("option, entries", [(dict(bidirectional_pooling=True), 3), (dict(open_tokens=3), 2)])
+def test_what_the_fused_step_lacks_is_not_silently_dropped(option, entries):
+    """The fused TOVA step has no bidirectional pooling term and steps one token: such students keep PyTorch's
+    int8 step."""
+    model = _tova(32, False, **option)
+    assert len(model.init_state(1).cell_state) == len(_tova(32, False).init_state(1).cell_state) + entries
+    with pytest.raises(ValueError, match="no bidirectional pooling and no open tokens"):
         Int8TOVAStep(model)
     quantized = quantize_int8(model)
     assert quantized.step_kernel is None
-    emb, _ = quantized.step(torch.tensor([5]), quantized.init_state(1))
-    reference, _ = model.step(torch.tensor([5]), model.init_state(1))
-    assert torch.nn.functional.cosine_similarity(emb, reference).item() >= 0.99
+    state, reference_state = quantized.init_state(1), model.init_state(1)
+    for token in (5, 6, 7, 8):  # past a block of three open tokens
+        emb, state = quantized.step(torch.tensor([token]), state)
+        reference, reference_state = model.step(torch.tensor([token]), reference_state)
+        assert torch.nn.functional.cosine_similarity(emb, reference).item() >= 0.99
 
 
 def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeypatch):

@@ -121,8 +121,10 @@ def test_int8_graphs_stay_close(exported):
         assert torch.dot(a, b) >= 0.99 and torch.dot(a, c) >= 0.99
 
 
-def test_cells_without_a_sequence_graph_export_the_step(teacher, tmp_path):
-    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=4)
+@pytest.mark.parametrize("open_tokens", [1, 3])
+def test_cells_without_a_sequence_graph_export_the_step(teacher, tmp_path, open_tokens):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=4,
+                                     open_tokens=open_tokens)
     with pytest.raises(ValueError, match="sequence graph covers gru"):
         export_onnx(model, tokenizer, tmp_path / "refused", sequence=True)
     manifest = export_onnx(model, tokenizer, tmp_path / "tova")

@@ -27,6 +27,14 @@ def inherited(teacher):
     return model.eval(), tokenizer
 
 
+@pytest.fixture(scope="module")
+def open_block(teacher):
+    """An inherited student with three open tokens: its steps rewrite blocks, so its checkpoints are whole states."""
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=4,
+                                     open_tokens=3)
+    return model.eval(), tokenizer
+
+
 def scratch(model, tokenizer, text):
     ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
     if ids.shape[1] == 0:
@@ -52,6 +60,13 @@ def test_any_edit_script_equals_scratch(student, max_checkpoints, script):
 @given(script=st.lists(edit, min_size=1, max_size=12))
 def test_inherited_edit_scripts_equal_scratch(inherited, max_checkpoints, script):
     run_script(*inherited, StreamingEncoder(*inherited, max_checkpoints=max_checkpoints), script)
+
+
+@pytest.mark.parametrize("max_checkpoints", [None, 2])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(edit, min_size=1, max_size=12))
+def test_open_token_edit_scripts_equal_scratch(open_block, max_checkpoints, script):
+    run_script(*open_block, StreamingEncoder(*open_block, max_checkpoints=max_checkpoints), script)
 
 
 def run_script(model, tokenizer, enc: StreamingEncoder, script) -> None:

@@ -44,6 +44,41 @@ def test_before_training_the_student_is_the_teacher_made_causal(teacher, inherit
             assert torch.allclose(model(with_specials).pooler_output[0], reference[-1], atol=1e-5)
 
 
+def block_teacher(teacher, ids, width):
+    """The real BertModel on [CLS] + ids with the newest `width`-block open: [CLS] alone, then blocks of `width`
+    that attend to themselves and to earlier blocks, mean-pooled, for every prefix (one pass per prefix)."""
+    out = []
+    for n in range(1, len(ids) + 1):
+        block = torch.tensor([0] + [1 + j // width for j in range(n)])
+        mask = block[None, :] <= block[:, None]
+        with torch.no_grad():
+            h = teacher.model(input_ids=torch.tensor([[teacher.tokenizer.cls_token_id, *ids[:n]]]),
+                              attention_mask=mask[None, None]).last_hidden_state[0]
+        out.append(F.normalize(h.mean(0), dim=-1))
+    return torch.stack(out)
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_open_tokens_before_training_are_the_teacher_with_its_newest_block_open(teacher, width):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_slots=64, open_tokens=width)
+    model.eval()
+    ids = tokenizer("The quick brown fox jumps over the lazy dog.", add_special_tokens=False)["input_ids"]
+    reference = block_teacher(teacher, ids, width)
+    with torch.no_grad():
+        trajectory = model(torch.tensor([ids])).last_hidden_state[0]
+        state, streamed = None, []
+        for token in ids:
+            emb, state = model.step(torch.tensor([token]), state)
+            streamed.append(emb[0])
+        # A loss that reads only some steps gets those exactly (the rest are not recomputed).
+        read = torch.zeros(1, len(ids), dtype=torch.bool)
+        read[0, ::3] = read[0, -1] = True
+        sparse = model(torch.tensor([ids]), output_steps=read).last_hidden_state[0]
+    assert (trajectory - reference).abs().max() < 1e-5
+    assert (torch.stack(streamed) - reference).abs().max() < 1e-5
+    assert (sparse[read[0]] - reference[read[0]]).abs().max() < 1e-5
+
+
 def test_fewer_layers_take_the_named_teacher_layers(teacher):
     model, tokenizer = build_student(teacher, cell_type="tova_attention", teacher_layers=[0, 1, 2])
     assert model.config.num_hidden_layers == 3
@@ -74,7 +109,8 @@ def test_teacher_layers_apply_only_to_inherited_cells(teacher):
         build_student(teacher, cell_type="gru", hidden_size=16, teacher_layers=[0])
 
 
-@pytest.mark.parametrize("pooling", [{}, dict(bidirectional_pooling=True), dict(pooling_position_exponent=1.5)])
+@pytest.mark.parametrize("pooling", [{}, dict(bidirectional_pooling=True), dict(pooling_position_exponent=1.5),
+                                     dict(open_tokens=3), dict(open_tokens=2, pooling_position_exponent=1.5)])
 @pytest.mark.parametrize("steps", [4, 13])  # within the 5-slot cache: the parallel form; past it: TOVA steps
 def test_forward_equals_steps_with_and_without_eviction(steps, pooling):
     model = tiny_model("tova_attention", **pooling)

@@ -90,6 +90,9 @@ class ModelArguments:
     num_slots: int = 32
     bidirectional_pooling: bool = field(default=False, metadata={
         "help": "tova_attention: add the O(1) bidirectional linear-attention term to the pooled mean."})
+    open_tokens: Optional[int] = field(default=None, metadata={
+        "help": "tova_attention: keep the newest this many tokens open (they read each other both ways and enter "
+                "the cache as a block; default 1, causal)."})
     pooling_position_exponent: Optional[float] = field(default=None, metadata={
         "help": "tova_attention: pool step n with weight (n + 1) ** p, p learned from this start (1: SGPT's "
                 "position-weighted mean); unset keeps the teacher's plain mean."})
@@ -280,6 +283,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                                  ("readout_hidden_size", model_args.readout_hidden_size),
                                                  ("residual_layers", model_args.residual_layers),
                                                  ("bidirectional_pooling", model_args.bidirectional_pooling or None),
+                                                 ("open_tokens", model_args.open_tokens),
                                                  ("pooling_position_exponent", model_args.pooling_position_exponent))
                    if value is not None},
                 state_lift=schedule.uses_transition)

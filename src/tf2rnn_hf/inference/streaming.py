@@ -194,7 +194,8 @@ class BatchStreamingEncoder:
             self.backend.no_padding()
             self.backend.no_truncation()
         self.tokenizer = tokenizer
-        slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
+        # A causal tova_attention student's checkpoints hold rows; one with open tokens rewrites them a block at a time.
+        slot_cache = model.config.cell_type == "tova_attention" and model.config.open_tokens == 1
         self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
         self._empty = model.init_state(1)
         self._small = TOVAAttentionCell.rewritten_entries(self._slot_layers, len(self._empty.cell_state)) \

@@ -33,6 +33,6 @@ class RolloutLoss(nn.Module):
                 state = out.past_state.detach()
             preds = torch.cat(pieces, 1)
         else:
-            preds = model(ids, attention_mask=mask, use_cache=False).last_hidden_state
+            preds = model(ids, attention_mask=mask, use_cache=False, output_steps=tmask > 0).last_hidden_state
         weights = position_weights(tmask, mask, self.final_weight)
         return weighted_mean(distance_fn(preds, targets, self.distance), weights), preds

@@ -193,9 +193,9 @@ class Int8TOVAStep(_FusedStep):
         no bidirectional pooling)."""
         config = model.config
         return (config.cell_type == "tova_attention" and config.readout_hidden_size is None
-                and not config.bidirectional_pooling)
+                and not config.bidirectional_pooling and config.open_tokens == 1)
 
-    covers = "tova_attention students with a linear readout and no bidirectional pooling"
+    covers = "tova_attention students with a linear readout, no bidirectional pooling and no open tokens"
 
     def __init__(self, model: TF2RNNModel):
         super().__init__(model)

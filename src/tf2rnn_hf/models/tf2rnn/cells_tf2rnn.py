@@ -606,6 +606,14 @@ class TOVAAttentionCell(TF2RNNCell):
 
     Training runs the parallel form (every step of a chunk at once, causal mask); it equals the recurrence
     exactly while no row overflows its cache, and `forward` steps one position at a time where one would.
+
+    With `config.open_tokens` W > 1 the newest tokens stay open (LoLCATs keeps a window of exact attention for
+    what a linearised one misses; here the window is what a causal one misses): they attend to each other both
+    ways and to the cache, are recomputed at every step, and enter the cache as a block of W. The output pools the
+    committed tokens' top-layer outputs and the open ones' current outputs. Its parallel form is one pass under a
+    block-causal mask (what every full block and each row's last block become) plus, for steps in the middle of a
+    block, that block's first tokens again, attending to the earlier blocks (`needed` limits those to the steps a
+    caller reads). State: the open tokens' inputs [W - 1, H] and their count, after the layers'.
     """
 
     def __init__(self, config: TF2RNNConfig):
@@ -621,6 +629,7 @@ class TOVAAttentionCell(TF2RNNCell):
         self.pooling_exponent = nn.Parameter(torch.tensor(float(p))) if p is not None else None
         self._tail = 2 if p is None else 3  # state entries after the layers' and the correction's: [total,] count, mean
         self.slots = config.num_slots
+        self.open = config.open_tokens
         self.num_outputs = config.num_hidden_layers + 1
 
     def init_parameters(self, copy_) -> None:
@@ -639,7 +648,8 @@ class TOVAAttentionCell(TF2RNNCell):
         h, k = self.config.hidden_size, self.slots
         pooling = self.pooling.state_shapes() if self.pooling is not None else []
         total = [(1,)] if self.pooling_exponent is not None else []
-        return [(k, h), (k, h), (k,)] * len(self.layers) + pooling + total + [(1,), (h,)]
+        held = [(self.open - 1, h), (1,)] if self.open > 1 else []
+        return [(k, h), (k, h), (k,)] * len(self.layers) + held + pooling + total + [(1,), (h,)]
 
     def _pooled_output(self, x: torch.Tensor, valid: torch.Tensor, means: torch.Tensor, state: State
                        ) -> Tuple[torch.Tensor, list]:
@@ -670,11 +680,18 @@ class TOVAAttentionCell(TF2RNNCell):
         """Weighted sum of the sink's and the top layer's outputs so far ([B, H]); the zero state has seen none."""
         return torch.where(count > 0, pooled * total, self.sink_output.to(pooled.dtype).expand_as(pooled))
 
-    def forward(self, inputs, state, lengths, use_cache=True):
+    def forward(self, inputs, state, lengths, use_cache=True, needed: Optional[torch.Tensor] = None):
+        """See `TF2RNNCell.forward`; `needed` [B, T] (open tokens only): the steps whose outputs the caller reads,
+        so that the parallel form recomputes no other block middles (the outputs of the rest are unspecified)."""
         b, t, _ = inputs.shape
         count, pooled = state[-2], state[-1]
         if t == 0:
             return [inputs.new_zeros(b, 0, self.config.hidden_size)] * self.num_outputs, state
+        if self.open > 1:
+            held = state[3 * len(self.layers) + 1]
+            if bool(count.any()) or bool(held.any()) or int(lengths.max()) > self.slots:
+                return self._forward_stepwise(self._step_all, inputs, state, lengths)
+            return self._forward_open(inputs, state, lengths, use_cache, needed)
         room = self.slots - int(count.max())  # steps every row can take before any cache is full
         if bool((count[:, 0] + lengths > self.slots).any()):
             if room <= 0:
@@ -734,7 +751,123 @@ class TOVAAttentionCell(TF2RNNCell):
         new_state += [count + lengths[:, None].to(count.dtype), _gather_steps(means, lengths, pooled)]
         return outputs, tuple(new_state)
 
+    def _forward_open(self, inputs, state, lengths, use_cache, needed):
+        """The parallel form with open tokens, from the empty state, no row longer than the cache."""
+        b, t, _ = inputs.shape
+        w, device, dtype = self.open, inputs.device, inputs.dtype
+        steps = torch.arange(t, device=device)
+        valid = steps[None] < lengths[:, None]  # [B, T]
+        block = steps // w
+        # Steps whose open block is not the one the block-causal pass computes: a block's middle, unless the row
+        # ends there (its last block is then just as open as the pass has it).
+        middle = valid & (steps[None] % w != w - 1) & (steps[None] != lengths[:, None] - 1)
+        if needed is not None:
+            middle = middle & needed.bool()
+        # Each middle step s adds its block's tokens up to s again, as one group of extra positions.
+        sizes = (steps % w + 1)[None] * middle  # [B, T]
+        flat = sizes.reshape(-1)
+        owner = torch.repeat_interleave(torch.arange(b * t, device=device), flat)
+        within = torch.arange(owner.numel(), device=device) - (torch.cumsum(flat, 0) - flat)[owner]
+        row, group = owner // t, owner % t
+        row_sizes = sizes.sum(1)
+        column = torch.arange(owner.numel(), device=device) - (torch.cumsum(row_sizes, 0) - row_sizes)[row]
+        extra = int(row_sizes.max()) if owner.numel() else 0
+        source = torch.zeros(b, extra, dtype=torch.long, device=device)
+        source[row, column] = (group // w) * w + within
+        groups = torch.full((b, extra), -1, dtype=torch.long, device=device)
+        groups[row, column] = group
+        real = groups >= 0
+        x = self._embed(inputs, 1 + steps[None])
+        x = torch.cat([x, x.gather(1, source[..., None].expand(-1, -1, x.shape[-1]))], 1)
+        main = (block[None, :] <= block[:, None])[None] & valid[:, None]  # [B, T, T]: block-causal
+        earlier = (block[None, None, :] < (source // w)[..., None]) & valid[:, None]  # [B, E, T]
+        same = (groups[:, :, None] == groups[:, None, :]) & real[:, :, None] & real[:, None, :]  # [B, E, E]
+        allowed = torch.cat([torch.cat([main, main.new_zeros(b, t, extra)], -1), torch.cat([earlier, same], -1)], 1)
+        outputs, new_state = [], []
+        committed = (lengths // w) * w  # [B]: steps that have entered the cache
+        kept = (steps[None] < committed[:, None]).to(dtype)
+        for i, layer in enumerate(self.layers):
+            keys = state[3 * i]
+            x, k, v, _ = layer.attend(x, keys[:, :0], keys[:, :0], allowed)
+            outputs.append(x[:, :t])
+            if use_cache:
+                pad = (0, 0, 0, self.slots - t)
+                new_state += [F.pad(k[:, :t] * kept[..., None], pad), F.pad(v[:, :t] * kept[..., None], pad),
+                              F.pad(kept, (0, self.slots - t))]
+        weights = self._pool_weights((1 + steps[None]).to(dtype)) * valid.to(dtype)  # [B, T]
+        top = x[:, :t] * weights[..., None]
+        sums = torch.cumsum(top, 1)
+        totals = 1 + torch.cumsum(weights, 1)
+        start = block * w  # each step's block begins here
+        before = torch.where((start > 0)[None, :, None], sums[:, (start - 1).clamp(min=0)], torch.zeros_like(sums))
+        if extra:
+            extra_weights = weights.gather(1, source) * real.to(dtype)
+            regrouped = torch.zeros_like(sums).index_put_(
+                (torch.arange(b, device=device)[:, None].expand(-1, extra), groups.clamp(min=0)),
+                x[:, t:] * extra_weights[..., None], accumulate=True)
+            open_sum = torch.where(middle[..., None], regrouped, sums - before)
+        else:
+            open_sum = sums - before
+        means = (self.sink_output.to(dtype) + before + open_sum) / totals[..., None]
+        outputs.append(means)
+        if not use_cache:
+            return outputs, None
+        held = committed[:, None] + torch.arange(w - 1, device=device)[None]  # [B, W - 1]: the open steps
+        open_inputs = inputs.gather(1, held.clamp(max=t - 1)[..., None].expand(-1, -1, inputs.shape[-1]))
+        open_inputs = open_inputs * (held < lengths[:, None])[..., None].to(dtype)
+        new_state += [open_inputs, (lengths - committed)[:, None].to(dtype)]
+        zero_total = torch.zeros(b, 1, device=device, dtype=dtype)
+        if self.pooling_exponent is not None:
+            new_state.append(_gather_steps(totals[..., None], committed, zero_total))
+        new_state += [committed[:, None].to(dtype), _gather_steps(means, committed, torch.zeros_like(state[-1]))]
+        return outputs, tuple(new_state)
+
+    def _step_open(self, inputs, state):
+        """One step with open tokens: the open ones and this one run through every layer; a full block enters
+        the cache (TOVA evicts, as in `_step_all`, the slots the block's queries weigh least)."""
+        w, layers = self.open, len(self.layers)
+        count, pooled = state[-2], state[-1]
+        held, open_count = state[3 * layers], state[3 * layers + 1]
+        b, device = inputs.shape[0], inputs.device
+        before = open_count.long()[:, 0]  # [B] open tokens before this step
+        position = torch.arange(w, device=device)
+        pending = torch.cat([held, held.new_zeros(b, 1, held.shape[-1])], 1)
+        pending = torch.where((position[None] == before[:, None])[..., None], inputs[:, None], pending)
+        live = position[None] <= before[:, None]  # [B, W]
+        commit = before == w - 1  # [B]
+        x = self._embed(pending, count + 1 + position[None])
+        newest = before.view(-1, 1, 1).expand(-1, 1, x.shape[-1])
+        outputs, new_state = [], []
+        for i, layer in enumerate(self.layers):
+            keys, values, fill = state[3 * i: 3 * i + 3]
+            allowed = torch.cat([fill.bool()[:, None].expand(-1, w, -1), live[:, None].expand(-1, w, -1)], -1)
+            x, k, v, weights = layer.attend(x, keys, values, allowed)
+            outputs.append(x.gather(1, newest)[:, 0])
+            slot_weight = weights[:, :, :, 1:1 + self.slots].mean((1, 2)).masked_fill(fill <= 0, float("inf"))
+            for j in range(w):  # a committing row writes its W tokens in order, each where `_step_all` would
+                used = fill.sum(-1)
+                target = torch.where(used >= self.slots, slot_weight.argmin(-1), used.long().clamp(max=self.slots - 1))
+                chosen = F.one_hot(target, self.slots).bool() & commit[:, None]
+                keys = torch.where(chosen[..., None], k[:, j:j + 1], keys)
+                values = torch.where(chosen[..., None], v[:, j:j + 1], values)
+                fill = torch.where(chosen, torch.ones((), dtype=fill.dtype), fill)
+                slot_weight = slot_weight.masked_fill(chosen, float("inf"))
+            new_state += [keys, values, fill]
+        weights = self._pool_weights(count + 1 + position[None].to(count.dtype)) * live.to(count.dtype)  # [B, W]
+        total = self._pooled_total(count, state)
+        out_total = total + weights.sum(1, keepdim=True)
+        mean = (self._pooled_sum(count, pooled, total) + (x * weights[..., None]).sum(1)) / out_total
+        outputs.append(mean)
+        kept = commit[:, None]
+        new_state += [torch.where(kept[..., None], torch.zeros_like(held), pending[:, :w - 1]),
+                      torch.where(kept, torch.zeros_like(open_count), open_count + 1)]
+        if self.pooling_exponent is not None:
+            new_state.append(torch.where(kept, out_total, total))
+        return outputs, tuple(new_state) + (torch.where(kept, count + w, count), torch.where(kept, mean, pooled))
+
     def _step_all(self, inputs, state):
+        if self.open > 1:
+            return self._step_open(inputs, state)
         count, pooled = state[-2], state[-1]
         x = self._embed(inputs[:, None], count + 1)
         outputs, new_state = [], []

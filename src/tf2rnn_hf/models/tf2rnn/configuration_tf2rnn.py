@@ -57,6 +57,11 @@ class TF2RNNConfig(PretrainedConfig):
             `tova_attention` only: add to the pooled mean an O(1) bidirectional linear-attention term, the mean
             over every token of its attention to every token of the prefix, later ones included (what a causal
             layer cannot see); kept as running sums, it costs the same at every step.
+        open_tokens (`int`, defaults to 1):
+            `tova_attention` only: how many of the newest tokens stay open. Open tokens attend to each other both
+            ways (and to the cache), are recomputed at every step, and enter the cache together once `open_tokens`
+            of them are open: each token has read up to `open_tokens - 1` later ones, as the bidirectional teacher's
+            have. 1 is the causal student; a step costs up to `open_tokens` tokens through every layer.
         pooling_position_exponent (`float`, *optional*):
             `tova_attention` only: pool the top layer's outputs with weight (n + 1) ** p for step n (the sink is
             step 0), p a learned scalar that starts here, instead of the plain mean (None, the teacher's
@@ -118,6 +123,7 @@ class TF2RNNConfig(PretrainedConfig):
         num_slots: int = 32,
         max_position_embeddings: int = 512,
         bidirectional_pooling: bool = False,
+        open_tokens: int = 1,
         pooling_position_exponent: Optional[float] = None,
         residual_token_mean: bool = True,
         dropout: float = 0.0,
@@ -147,6 +153,7 @@ class TF2RNNConfig(PretrainedConfig):
         self.num_slots = num_slots
         self.max_position_embeddings = max_position_embeddings
         self.bidirectional_pooling = bidirectional_pooling
+        self.open_tokens = open_tokens
         self.pooling_position_exponent = pooling_position_exponent
         self.residual_token_mean = residual_token_mean
         self.dropout = dropout
@@ -199,6 +206,17 @@ class TF2RNNConfig(PretrainedConfig):
                 )
         if self.bidirectional_pooling and self.cell_type != "tova_attention":
             raise ValueError(f"bidirectional_pooling is a tova_attention option, not one of {self.cell_type!r}.")
+        if isinstance(self.open_tokens, bool) or not isinstance(self.open_tokens, int) or self.open_tokens < 1:
+            raise ValueError(f"open_tokens must be a whole number >= 1, got {self.open_tokens!r}.")
+        if self.open_tokens > 1:
+            if self.cell_type != "tova_attention":
+                raise ValueError(f"open_tokens is a tova_attention option, not one of {self.cell_type!r}.")
+            if self.bidirectional_pooling:
+                raise ValueError("open_tokens > 1 and bidirectional_pooling are two ways of reading later tokens; "
+                                 "choose one.")
+            if self.open_tokens > self.num_slots:
+                raise ValueError(f"open_tokens ({self.open_tokens}) must fit the cache: at most num_slots "
+                                 f"({self.num_slots}).")
         if self.pooling_position_exponent is not None:
             if self.cell_type != "tova_attention":
                 raise ValueError(f"pooling_position_exponent is a tova_attention option, not one of "

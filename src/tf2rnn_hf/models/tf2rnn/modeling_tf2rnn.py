@@ -278,6 +278,7 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         use_cache: Optional[bool] = None,
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
+        output_steps: Optional[torch.Tensor] = None,
         **kwargs,
     ) -> Union[Tuple, TF2RNNModelOutput]:
         r"""
@@ -291,6 +292,9 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
             The state returned by an earlier call: feeding a text in chunks equals feeding it whole.
         use_cache (`bool`, *optional*):
             Return the state to continue from (default: `config.use_cache`).
+        output_steps (`torch.Tensor` of shape `(batch_size, steps)`, *optional*):
+            The steps whose embeddings the caller reads (a loss's targets). A student with open tokens
+            (`config.open_tokens` > 1) then skips the extra work of the others, whose embeddings are unspecified.
 
         An empty sequence (`steps == 0`) is allowed: it returns the state unchanged, and a row that has
         seen no real step has an all-zero embedding.
@@ -316,7 +320,14 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         compact_ids = input_ids.gather(1, order)
         vectors = self.embeddings(compact_ids)
         if steps:
-            outputs, cell_state = self.cell(self.dropout(vectors), state.cell_state, lengths, use_cache=use_cache)
+            extra = {}
+            if output_steps is not None and self.config.open_tokens > 1:
+                # Position t reads the last real step at or before it (see the scatter below).
+                reads = torch.cumsum(mask.long(), 1) - 1
+                wanted = (output_steps.bool() & (reads >= 0)).long()
+                extra["needed"] = torch.zeros_like(reads).scatter_add_(1, reads.clamp(min=0), wanted) > 0
+            outputs, cell_state = self.cell(self.dropout(vectors), state.cell_state, lengths, use_cache=use_cache,
+                                            **extra)
         else:
             outputs = [vectors.new_zeros(batch, 0, self.config.hidden_size)] * self.cell.num_outputs
             cell_state = state.cell_state
