@@ -310,3 +310,9 @@ train tova-l6-sampled150k-stride3-dense4-lr3e-4-grouped-posweight-final4-at3a7af
 train tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861 --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --open_tokens 3 --train_minutes 20 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# The same open tokens for the 90-minute recipe's 45 minutes (the 150,000 texts' trajectories cached; from an empty
+# cache they take 38 minutes, trajectory-shards-150k-stride3.json), against
+# tova-l6-sampled150k-stride3-45-lr3e-4-...-atd993c24 (causal) and the card student.
+train tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861 --max_train_texts 150000 \
+  --train_sample_seed 0 --stride 3 --open_tokens 3 --train_minutes 45 --learning_rate 3e-4 \
+  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
