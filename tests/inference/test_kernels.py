@@ -82,11 +82,13 @@ def _tova(hidden: int, residual: bool, slots: int = 6, seed: int = 0, **override
 
 
 # 128 takes the vectorised dot products, 100 their scalar form; 40 tokens overflow the 6-slot caches
-# (TOVA evicts) and the 32-entry position table (positions clamp). The third pools a position-weighted mean.
-@pytest.mark.parametrize("hidden,residual,exponent", [(128, False, None), (100, True, None), (128, False, 1.3)])
+# (TOVA evicts) and the 32-entry position table (positions clamp). The third pools a position-weighted mean; the
+# last two keep three open tokens (`tf2rnn_tova_open_step`: blocks enter the cache, and evict, three at a time).
+@pytest.mark.parametrize("hidden,residual,exponent,open_tokens", [
+    (128, False, None, 1), (100, True, None, 1), (128, False, 1.3, 1), (128, False, 1.3, 3), (100, True, None, 3)])
 @torch.no_grad()
-def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, residual, exponent):
-    model = _tova(hidden, residual, pooling_position_exponent=exponent)
+def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, residual, exponent, open_tokens):
+    model = _tova(hidden, residual, pooling_position_exponent=exponent, open_tokens=open_tokens)
     if exponent is not None:
         model.cell.pooling_exponent.fill_(exponent)  # _tova draws every parameter at random
     step = Int8TOVAStep(model)
@@ -108,7 +110,8 @@ def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, res
         e_theirs, theirs = model.step(torch.tensor([token]), theirs)
         assert torch.nn.functional.cosine_similarity(e_ours, e_theirs).item() >= 0.99  # int8 noise vs fp32
     assert exact >= 36
-    assert torch.equal(ours.cell_state[-2], theirs.cell_state[-2]) and int(ours.cell_state[-2]) == 40
+    assert torch.equal(ours.cell_state[-2], theirs.cell_state[-2])
+    assert int(ours.cell_state[-2]) == 40 // open_tokens * open_tokens  # tokens committed to the cache
     assert (ours.last_embedding.norm() - 1).abs() <= 1e-5
 
 
@@ -150,6 +153,25 @@ def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teache
     assert torch.dot(emb, scratch) >= 0.99  # fp32 from scratch vs the int8 stream after edits and evictions
 
 
+def test_open_token_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8,
+                                     open_tokens=3)
+    quantized = quantize_int8(model)
+    assert isinstance(quantized.step_kernel, Int8TOVAStep)
+    with pytest.raises(ValueError, match="rewrites a block at a time"):
+        quantized.step_kernel.step_rows(5, quantized.init_state(1))
+    calls = []
+    real = Int8TOVAStep.__call__
+    monkeypatch.setattr(Int8TOVAStep, "__call__", lambda self, *a: calls.append(1) or real(self, *a))
+    encoder = StreamingEncoder(quantized, tokenizer)
+    encoder.type("search as you tyep with a cache")
+    encoder.delete(2)
+    emb = encoder.type("pe now, past eight slots")
+    assert calls  # single-stream keystrokes ran in the kernel
+    scratch = student_encoder(model, tokenizer)(["search as you tyep with a cacpe now, past eight slots"])[0]
+    assert torch.dot(emb, scratch) >= 0.99  # fp32 from scratch vs the int8 stream after edits and evictions
+
+
 def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="tova_attention students"):
         Int8TOVAStep(_student(32, True))
@@ -181,21 +203,17 @@ def test_without_a_compiler_int8_falls_back_to_pytorch(tmp_path, monkeypatch):
 
 
 @torch.no_grad()
-@pytest.mark.parametrize("option, entries", [(dict(bidirectional_pooling=True), 3), (dict(open_tokens=3), 2)])
-def test_what_the_fused_step_lacks_is_not_silently_dropped(option, entries):
-    """The fused TOVA step has no bidirectional pooling term and steps one token: such students keep PyTorch's
-    int8 step."""
-    model = _tova(32, False, **option)
-    assert len(model.init_state(1).cell_state) == len(_tova(32, False).init_state(1).cell_state) + entries
-    with pytest.raises(ValueError, match="no bidirectional pooling and no open tokens"):
+def test_bidirectional_pooling_is_not_silently_dropped_by_the_fused_step():
+    """The fused TOVA step has no bidirectional pooling term: such a student keeps PyTorch's int8 step."""
+    model = _tova(32, False, bidirectional_pooling=True)
+    assert len(model.init_state(1).cell_state) == len(_tova(32, False).init_state(1).cell_state) + 3
+    with pytest.raises(ValueError, match="no bidirectional pooling"):
         Int8TOVAStep(model)
     quantized = quantize_int8(model)
     assert quantized.step_kernel is None
-    state, reference_state = quantized.init_state(1), model.init_state(1)
-    for token in (5, 6, 7, 8):  # past a block of three open tokens
-        emb, state = quantized.step(torch.tensor([token]), state)
-        reference, reference_state = model.step(torch.tensor([token]), reference_state)
-        assert torch.nn.functional.cosine_similarity(emb, reference).item() >= 0.99
+    emb, _ = quantized.step(torch.tensor([5]), quantized.init_state(1))
+    reference, _ = model.step(torch.tensor([5]), model.init_state(1))
+    assert torch.nn.functional.cosine_similarity(emb, reference).item() >= 0.99
 
 
 def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeypatch):

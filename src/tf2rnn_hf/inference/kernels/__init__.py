@@ -85,6 +85,9 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_gru_step.argtypes = [ctypes.POINTER(_Params), ctypes.c_int64] + [ctypes.c_void_p] * 6
     lib.tf2rnn_tova_step.restype = None
     lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 9
+    lib.tf2rnn_tova_open_step.restype = None
+    lib.tf2rnn_tova_open_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32] + [
+        ctypes.c_void_p] * 6
     return lib
 
 
@@ -190,17 +193,17 @@ class Int8TOVAStep(_FusedStep):
     @staticmethod
     def supports(model: TF2RNNModel) -> bool:
         """Whether the fused step covers this student (a `tova_attention` student with a linear readout and
-        no bidirectional pooling)."""
+        no bidirectional pooling; with open tokens, `tf2rnn_tova_open_step`)."""
         config = model.config
         return (config.cell_type == "tova_attention" and config.readout_hidden_size is None
-                and not config.bidirectional_pooling and config.open_tokens == 1)
+                and not config.bidirectional_pooling)
 
-    covers = "tova_attention students with a linear readout, no bidirectional pooling and no open tokens"
+    covers = "tova_attention students with a linear readout and no bidirectional pooling"
 
     def __init__(self, model: TF2RNNModel):
         super().__init__(model)
         config, cell = model.config, model.cell
-        self.layers = len(cell.layers)
+        self.layers, self.open = len(cell.layers), config.open_tokens
         layers = cell.layers
         tensors = {
             "table": _fp32(model.embeddings.weight), "position": _fp32(cell.position_embeddings.weight),
@@ -244,6 +247,12 @@ class Int8TOVAStep(_FusedStep):
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # written only then
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
+        if self.open > 1:  # a new whole state: open tokens rewrite a block of rows at a time
+            self.lib.tf2rnn_tova_open_step(self._params_ref, token_id, self.open,
+                                           self._pointers(*(t.data_ptr() for t in old)),
+                                           self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(),
+                                           seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
+            return emb, token_sum, seen
         self.lib.tf2rnn_tova_step(self._params_ref, token_id, self._pointers(*(t.data_ptr() for t in old)),
                                   self._pointers(*(None if t is None else t.data_ptr() for t in new)),
                                   None if rows is None else rows.data_ptr(), None if slots is None else
@@ -264,6 +273,9 @@ class Int8TOVAStep(_FusedStep):
         pooling's), token sum, seen tokens, and with `in_place` the rows it replaced [layers, 2, H]). The new
         state is `state` with those rows and entries: the streaming encoder keeps it so. `in_place` also
         writes the rows into `state`'s keys and values (a cache the caller owns; its other entries are kept)."""
+        if self.open > 1:
+            raise ValueError("step_rows steps a causal student (one row per layer); one with open tokens rewrites "
+                             "a block at a time: call the step itself.")
         new: List[Optional[torch.Tensor]] = [None] * len(self._shapes)
         for i in self.small:
             new[i] = torch.empty((1, *self._shapes[i]))

@@ -36,10 +36,15 @@ def int8_gru_step(model: TF2RNNModel, token: int, state: TF2RNNState) -> Tuple[t
 
 @contextmanager
 def int8_linears(model: nn.Module):
-    """Inside, every nn.Linear of `model` computes batch-1 rows as the kernels do (`int8_linear`)."""
+    """Inside, every nn.Linear of `model` computes its rows one by one as the kernels do (`int8_linear`)."""
     linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+
+    def rows(m, x):
+        flat = x.reshape(-1, x.shape[-1])
+        return torch.stack([int8_linear(m.weight, m.bias, row) for row in flat]).reshape(*x.shape[:-1], -1)
+
     for m in linears:
-        m.forward = lambda x, m=m: int8_linear(m.weight, m.bias, x.reshape(-1)).reshape(*x.shape[:-1], -1)
+        m.forward = lambda x, m=m: rows(m, x)
     try:
         yield model
     finally:

@@ -79,6 +79,60 @@ static void gelu(float *u, int n) {
     for (; k < n; ++k) u[k] = 0.5f * u[k] * (1.f + erff(u[k] * 0.70710678118654752f));
 }
 
+/* One query's softmax attention over n entries (keys kp[e], values vp[e]), head by head: the weights into
+ * w[h * stride + e], the mix into mixed [H]. Scores entry by entry for every head: the dot products over a
+ * head's D lanes run in 8 partial sums the compiler vectorises (a single running sum is a serial chain it may
+ * not reorder). */
+static void attend(const float *qv, const float *const *kp, const float *const *vp, int n, int heads, int D,
+                   float scale, float *w, int stride, float *mixed) {
+    for (int e = 0; e < n; ++e) {
+        const float *kk = kp[e];
+        for (int h = 0; h < heads; ++h) {
+            const float *a = qv + h * D, *b = kk + h * D;
+            float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, dot = 0.f;
+            int d = 0;
+            for (; d + 8 <= D; d += 8)
+                for (int j = 0; j < 8; ++j) part[j] += a[d + j] * b[d + j];
+            for (; d < D; ++d) dot += a[d] * b[d];
+            dot += ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
+            w[h * stride + e] = dot * scale;
+        }
+    }
+    for (int h = 0; h < heads; ++h) {
+        float *wh = w + h * stride, m = -INFINITY, sum = 0.f;
+        for (int e = 0; e < n; ++e) m = fmaxf(m, wh[e]);
+        for (int e = 0; e < n; ++e) { wh[e] = expf(wh[e] - m); sum += wh[e]; }
+        const float inv = 1.f / sum;
+        float *mh = mixed + h * D;
+        for (int d = 0; d < D; ++d) mh[d] = 0.f;
+        for (int e = 0; e < n; ++e) {
+            wh[e] *= inv;
+            const float we = wh[e], *ve = vp[e] + h * D;
+            for (int d = 0; d < D; ++d) mh[d] += we * ve[d];
+        }
+    }
+}
+
+/* The rest of a layer after its attention, in place on x [H]: int8 output projection, residual, attention_norm,
+ * int8 feed-forward (GELU), residual, output_norm. `q` holds max(H, I) bytes, tmp [H] and up [I] are scratch. */
+static void finish_layer(const tf2rnn_tova_params *p, int l, float *x, const float *mixed, uint8_t *q, float *tmp,
+                         float *up) {
+    const int H = p->H, I = p->I;
+    const int64_t HH = (int64_t)H * H, IH = (int64_t)I * H;
+    float sm = quantize_u8(mixed, H, q);
+    gemv(p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sm, H, H, tmp);
+    for (int k = 0; k < H; ++k) x[k] += tmp[k];
+    layer_norm(x, p->norm1_w + l * H, p->norm1_b + l * H, H, p->eps);
+    float sx = quantize_u8(x, H, q);
+    gemv(p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I, p->b_up + (int64_t)l * I,
+         q, sx, I, H, up);
+    gelu(up, I);
+    float su = quantize_u8(up, I, q);
+    gemv(p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, su, H, I, tmp);
+    for (int k = 0; k < H; ++k) x[k] += tmp[k];
+    layer_norm(x, p->norm2_w + l * H, p->norm2_b + l * H, H, p->eps);
+}
+
 /* tsum/seen: the model's running token sum and tokens seen including this one (used with `residual`). */
 void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *in, float *const *out,
                       float *rows, int32_t *slots, float *replaced, const float *tsum, const int64_t *seen,
@@ -101,7 +155,7 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
     for (int l = 0; l < p->L; ++l) {
         const float *keys = in[3 * l], *values = in[3 * l + 1], *fill = in[3 * l + 2];
         float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
-        const int64_t HH = (int64_t)H * H, IH = (int64_t)I * H;
+        const int64_t HH = (int64_t)H * H;
         float sx = quantize_u8(x, H, q);
         gemv(p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sx,
              3 * H, H, qkv);
@@ -116,34 +170,7 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
             ++used;
         }
         kp[n] = kv; vp[n] = vv; slot_of[n++] = S;
-        /* Scores entry by entry for every head: the dot products over a head's D lanes run in 8 partial sums
-         * the compiler vectorises (a single running sum is a serial chain it may not reorder). */
-        for (int e = 0; e < n; ++e) {
-            const float *kk = kp[e];
-            for (int h = 0; h < heads; ++h) {
-                const float *a = qv + h * D, *b = kk + h * D;
-                float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, dot = 0.f;
-                int d = 0;
-                for (; d + 8 <= D; d += 8)
-                    for (int j = 0; j < 8; ++j) part[j] += a[d + j] * b[d + j];
-                for (; d < D; ++d) dot += a[d] * b[d];
-                dot += ((part[0] + part[4]) + (part[1] + part[5])) + ((part[2] + part[6]) + (part[3] + part[7]));
-                w[h * (S + 2) + e] = dot * scale;
-            }
-        }
-        for (int h = 0; h < heads; ++h) {
-            float *wh = w + h * (S + 2), m = -INFINITY, sum = 0.f;
-            for (int e = 0; e < n; ++e) m = fmaxf(m, wh[e]);
-            for (int e = 0; e < n; ++e) { wh[e] = expf(wh[e] - m); sum += wh[e]; }
-            const float inv = 1.f / sum;
-            float *mh = mixed + h * D;
-            for (int d = 0; d < D; ++d) mh[d] = 0.f;
-            for (int e = 0; e < n; ++e) {
-                wh[e] *= inv;
-                const float we = wh[e], *ve = vp[e] + h * D;
-                for (int d = 0; d < D; ++d) mh[d] += we * ve[d];
-            }
-        }
+        attend(qv, kp, vp, n, heads, D, scale, w, S + 2, mixed);
         /* TOVA: a full cache drops the slot the current query weighs least (averaged over heads). */
         int target = used < S ? used : S - 1;
         if (used >= S) {
@@ -185,18 +212,7 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
         }
         fill_out[target] = 1.f;
 
-        float sm = quantize_u8(mixed, H, q);
-        gemv(p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sm, H, H, tmp);
-        for (int k = 0; k < H; ++k) x[k] += tmp[k];
-        layer_norm(x, p->norm1_w + l * H, p->norm1_b + l * H, H, p->eps);
-        sx = quantize_u8(x, H, q);
-        gemv(p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I, p->b_up + (int64_t)l * I,
-             q, sx, I, H, up);
-        gelu(up, I);
-        float su = quantize_u8(up, I, q);
-        gemv(p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, su, H, I, tmp);
-        for (int k = 0; k < H; ++k) x[k] += tmp[k];
-        layer_norm(x, p->norm2_w + l * H, p->norm2_b + l * H, H, p->eps);
+        finish_layer(p, l, x, mixed, q, tmp, up);
     }
 
     /* Running (weighted) mean of the top layer with the sink's output (the zero state has seen nothing; the
@@ -214,4 +230,112 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
 
     readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual, tok, tsum, seen, tsum_out,
                       q, emb);
+}
+
+/* One step of a student with open tokens (`TOVAAttentionCell._step_open`): the r = open + 1 newest tokens (the
+ * held input vectors, then this token's) run through every layer, each query attending to [sink, filled slots,
+ * the r open tokens]; when r == W the block enters the cache, each token where `_step_open` puts it (in order
+ * while slots are free, else the slot the block's queries weigh least, heads and queries averaged). State: the
+ * layers' 3L arrays, held [W - 1, H], open count [1], then as above ([total,] count, pooled); `out` is a new
+ * state (it may not alias `in`).
+ */
+void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W, float *const *in,
+                           float *const *out, const float *tsum, const int64_t *seen, float *tsum_out, float *emb) {
+    const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads, L = p->L;
+    const float scale = 1.f / sqrtf((float)D);
+    const int held_at = 3 * L, tail = 3 * L + 2 + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
+    const float count = in[tail][0], *held = in[held_at];
+    const int r0 = (int)in[held_at + 1][0], r = r0 + 1, commit = r == W, stride = S + W + 1;
+    float x[W * H], qkv[W * 3 * H], mixed[H], tmp[H], up[I], w[W * heads * stride], slot_weight[S];
+    const float *kp[S + W + 1], *vp[S + W + 1];
+    int slot_of[S + W + 1];
+    uint8_t q[I > H ? I : H];
+
+    const float *tok = p->table + token * H;
+    for (int j = 0; j < r; ++j) {
+        const float *v = j < r0 ? held + (int64_t)j * H : tok;
+        long pos = (long)count + 1 + j;
+        if (pos > p->P - 1) pos = p->P - 1;
+        const float *posv = p->position + pos * H;
+        float *xj = x + (int64_t)j * H;
+        for (int k = 0; k < H; ++k) xj[k] = v[k] + posv[k] + p->emb_bias[k];
+        layer_norm(xj, p->emb_norm_w, p->emb_norm_b, H, p->eps);
+    }
+    for (int l = 0; l < L; ++l) {
+        const float *keys = in[3 * l], *values = in[3 * l + 1], *fill = in[3 * l + 2];
+        float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
+        const int64_t HH = (int64_t)H * H;
+        for (int j = 0; j < r; ++j) {
+            float sx = quantize_u8(x + (int64_t)j * H, H, q);
+            gemv(p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sx,
+                 3 * H, H, qkv + (int64_t)j * 3 * H);
+        }
+        int n = 0;
+        kp[n] = p->sink_key + (int64_t)l * H; vp[n] = p->sink_value + (int64_t)l * H; slot_of[n++] = -1;
+        for (int s = 0; s < S; ++s) {
+            if (!(fill[s] > 0.f)) continue;
+            kp[n] = keys + (int64_t)s * H; vp[n] = values + (int64_t)s * H; slot_of[n++] = s;
+        }
+        const int cached = n;
+        for (int j = 0; j < r; ++j) {
+            kp[n] = qkv + (int64_t)j * 3 * H + H; vp[n] = qkv + (int64_t)j * 3 * H + 2 * H; slot_of[n++] = S + j;
+        }
+        for (int j = 0; j < r; ++j) {  /* every query reads the layer's keys and values before any x moves on */
+            attend(qkv + (int64_t)j * 3 * H, kp, vp, n, heads, D, scale, w + (int64_t)j * heads * stride, stride,
+                   mixed);
+            finish_layer(p, l, x + (int64_t)j * H, mixed, q, tmp, up);
+        }
+        memcpy(keys_out, keys, sizeof(float) * (size_t)S * H);
+        memcpy(values_out, values, sizeof(float) * (size_t)S * H);
+        memcpy(fill_out, fill, sizeof(float) * (size_t)S);
+        if (!commit) continue;
+        for (int s = 0; s < S; ++s) slot_weight[s] = INFINITY;
+        for (int e = 1; e < cached; ++e) {
+            float sw = 0.f;
+            for (int j = 0; j < r; ++j)
+                for (int h = 0; h < heads; ++h) sw += w[((int64_t)j * heads + h) * stride + e];
+            slot_weight[slot_of[e]] = sw / (float)(heads * r);
+        }
+        for (int j = 0; j < W; ++j) {
+            int used = 0, target = 0;
+            for (int s = 0; s < S; ++s) used += fill_out[s] > 0.f;
+            if (used < S) {
+                target = used;
+            } else {
+                float best = INFINITY;
+                for (int s = 0; s < S; ++s)
+                    if (slot_weight[s] < best) { best = slot_weight[s]; target = s; }
+            }
+            memcpy(keys_out + (int64_t)target * H, qkv + (int64_t)j * 3 * H + H, sizeof(float) * H);
+            memcpy(values_out + (int64_t)target * H, qkv + (int64_t)j * 3 * H + 2 * H, sizeof(float) * H);
+            fill_out[target] = 1.f;
+            slot_weight[target] = INFINITY;
+        }
+    }
+
+    /* The committed tokens' (weighted) mean with the open tokens' current outputs. */
+    const float *pooled = in[tail + 1];
+    const float stored = p->weighted ? in[3 * L + 2][0] : 0.f;
+    const float total = count > 0.f ? (p->weighted ? stored : count + 1.f) : 1.f;
+    float mean[H], added = 0.f;
+    for (int k = 0; k < H; ++k) mean[k] = count > 0.f ? pooled[k] * total : p->sink_output[k];
+    for (int j = 0; j < r; ++j) {
+        const float weight = p->weighted ? powf(count + 2.f + (float)j, p->pool_exp) : 1.f;
+        const float *xj = x + (int64_t)j * H;
+        for (int k = 0; k < H; ++k) mean[k] += weight * xj[k];
+        added += weight;
+    }
+    for (int k = 0; k < H; ++k) mean[k] /= total + added;
+    float *held_out = out[held_at];
+    memset(held_out, 0, sizeof(float) * (size_t)(W - 1) * H);
+    if (!commit) {
+        if (r0 > 0) memcpy(held_out, held, sizeof(float) * (size_t)r0 * H);
+        memcpy(held_out + (int64_t)r0 * H, tok, sizeof(float) * H);
+    }
+    out[held_at + 1][0] = commit ? 0.f : (float)r;
+    if (p->weighted) out[3 * L + 2][0] = commit ? total + added : stored;
+    out[tail][0] = commit ? count + (float)W : count;
+    memcpy(out[tail + 1], commit ? mean : pooled, sizeof(float) * H);
+
+    readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, mean, H, O, p->residual, tok, tsum, seen, tsum_out, q, emb);
 }

@@ -862,7 +862,7 @@ class TOVAAttentionCell(TF2RNNCell):
         new_state += [torch.where(kept[..., None], torch.zeros_like(held), pending[:, :w - 1]),
                       torch.where(kept, torch.zeros_like(open_count), open_count + 1)]
         if self.pooling_exponent is not None:
-            new_state.append(torch.where(kept, out_total, total))
+            new_state.append(torch.where(kept, out_total, state[-3]))
         return outputs, tuple(new_state) + (torch.where(kept, count + w, count), torch.where(kept, mean, pooled))
 
     def _step_all(self, inputs, state):
