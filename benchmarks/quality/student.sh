@@ -316,3 +316,8 @@ train tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f8
 train tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861 --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --open_tokens 3 --train_minutes 45 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# The cost side of open tokens: the causal 45-minute student (the card student's shape) beside the open-token one,
+# each int8 keystroke one fused native call (tova_step.c: tf2rnn_tova_step / tf2rnn_tova_open_step), in one run.
+[ -f "$OUT/student-speed-v12.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v12.json" \
+  --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
+  outputs/student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861
