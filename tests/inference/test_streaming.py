@@ -29,7 +29,7 @@ def inherited(teacher):
 
 @pytest.fixture(scope="module")
 def open_block(teacher):
-    """An inherited student with three open tokens: its steps rewrite blocks, so its checkpoints are whole states."""
+    """An inherited student with three open tokens: its steps commit blocks of rows (4 slots: evictions too)."""
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=4,
                                      open_tokens=3)
     return model.eval(), tokenizer
@@ -197,8 +197,10 @@ def test_max_checkpoints_bounds_what_a_stream_holds(student):
         BatchStreamingEncoder(model, tokenizer, max_checkpoints=0)
 
 
-def test_inherited_checkpoints_hold_rows_not_caches(teacher):
-    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=64)
+@pytest.mark.parametrize("open_tokens", [1, 3])  # 3: a step commits a block of three rows per layer, or none
+def test_inherited_checkpoints_hold_rows_not_caches(teacher, open_tokens):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=64,
+                                     open_tokens=open_tokens)
     model.eval()
     batch = BatchStreamingEncoder(model, tokenizer)
     (i,) = batch.open(1)

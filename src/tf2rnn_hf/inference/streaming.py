@@ -44,10 +44,11 @@ def is_boundary(char: str) -> bool:
 
 class _SlotCheckpoint:
     """A `tova_attention` student's state after one step, held as what the step wrote: the key and value row
-    of each layer's slot (`rows` [layers, 2, hidden]), every smaller tensor by reference, and the state it
-    stepped from. `full` caches the whole state while it may be stepped from again (None where the fused step
-    wrote only the rows); `materialize` builds it from the nearest ancestor that holds one (the empty state at
-    worst)."""
+    of each layer's slot (`slots` [layers], `rows` [layers, 2, hidden]; with open tokens the rows of the block a
+    step commits, `slots` [layers][m] and `rows` [layers, m, 2, hidden], m = 0 for a step that commits none), every
+    smaller tensor by reference, and the state it stepped from. `full` caches the whole state while it may be
+    stepped from again (None where the fused step wrote only the rows); `materialize` builds it from the nearest
+    ancestor that holds one (the empty state at worst)."""
 
     __slots__ = ("parent", "slots", "rows", "small", "token_sum", "seen_tokens", "last_embedding", "full", "undo")
 
@@ -68,22 +69,28 @@ class _SlotCheckpoint:
             chain.append(node)  # newest first
             node = node.parent
         base = node if isinstance(node, TF2RNNState) else node.full
-        rows = torch.stack([c.rows for c in chain])  # [steps, layers, 2, hidden]
         cell, small = [], iter(self.small)
         for layer in range(len(self.slots)):
-            latest = {}  # slot -> the chain's newest write to it (a full cache overwrites evicted slots)
-            for i, c in enumerate(chain):
-                latest.setdefault(c.slots[layer], i)
-            slots = torch.tensor(list(latest), dtype=torch.long)
-            steps = torch.tensor(list(latest.values()), dtype=torch.long)
+            latest = {}  # slot -> the chain's newest row written to it (a full cache overwrites evicted slots)
+            for c in chain:
+                for slot, row in c.writes(layer):
+                    latest.setdefault(slot, row)
             for kind in (0, 1):  # keys, values
                 cache = base.cell_state[3 * layer + kind].clone()
-                cache[0, slots] = rows[steps, layer, kind]
+                if latest:
+                    cache[0, torch.tensor(list(latest), dtype=torch.long)] = torch.stack(
+                        [row[kind] for row in latest.values()])
                 cell.append(cache)
             cell.append(next(small))  # the layer's fill
         cell += list(small)
         self.full = TF2RNNState(cell, self.token_sum, self.seen_tokens, self.last_embedding)
         return self.full
+
+    def writes(self, layer: int) -> List[Tuple[int, torch.Tensor]]:
+        """(slot, key and value row [2, hidden]) this step wrote in `layer`."""
+        if self.rows.dim() == 3:
+            return [(self.slots[layer], self.rows[layer])]
+        return [(slot, self.rows[layer, j]) for j, slot in enumerate(self.slots[layer])]
 
     def _tensors(self) -> Tuple[torch.Tensor, ...]:
         return (self.rows, *self.small, self.token_sum, self.seen_tokens, self.last_embedding,
@@ -194,8 +201,9 @@ class BatchStreamingEncoder:
             self.backend.no_padding()
             self.backend.no_truncation()
         self.tokenizer = tokenizer
-        # A causal tova_attention student's checkpoints hold rows; one with open tokens rewrites them a block at a time.
-        slot_cache = model.config.cell_type == "tova_attention" and model.config.open_tokens == 1
+        slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
+        # A causal one types on a live cache (one row per layer a step); open tokens commit a block at a time.
+        self._live = slot_cache and model.config.open_tokens == 1
         self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
         self._empty = model.init_state(1)
         self._small = TOVAAttentionCell.rewritten_entries(self._slot_layers, len(self._empty.cell_state)) \
@@ -428,7 +436,7 @@ class BatchStreamingEncoder:
         """One step of several streams in one batched model call (`model.step`); a single stream (a
         keystroke at batch 1) skips the concatenating and splitting."""
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
-        if len(states) == 1 and streams and self._slot_layers and hasattr(kernel, "step_rows"):
+        if len(states) == 1 and streams and self._live and hasattr(kernel, "step_rows"):
             return [self._step_live(streams[0], states[0], ids[0], kernel)]
         full = [_full(state) for state in states]
         batch = full[0] if len(states) == 1 else TF2RNNState.concat(full)
@@ -461,9 +469,12 @@ class BatchStreamingEncoder:
 
     def _checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState) -> Checkpoint:
         """`after` as a row checkpoint of `parent` (whose whole state is `before`), or whole where the step
-        wrote other than one row per layer."""
+        wrote other than one row per layer (with open tokens: a block of rows per layer, or none)."""
         layers, cell = self._slot_layers, after.cell_state
         count, stepped = int(before.cell_state[-2]), int(cell[-2])
+        width = self.model.config.open_tokens
+        if width > 1:
+            return self._block_checkpoint(parent, before, after, count, stepped, width)
         if stepped != count + 1:
             return after
         if count < self.model.config.num_slots:
@@ -479,6 +490,32 @@ class BatchStreamingEncoder:
         small = [cell[i] for i in TOVAAttentionCell.rewritten_entries(layers, len(cell))]
         return _SlotCheckpoint(parent, slots, rows.view(layers, 2, -1), small, after.token_sum, after.seen_tokens,
                                after.last_embedding, after)
+
+
+    def _block_checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState, count: int,
+                          stepped: int, width: int) -> Checkpoint:
+        """`_checkpoint` for a student with open tokens: a step commits `width` rows per layer or none."""
+        layers, cell = self._slot_layers, after.cell_state
+        if stepped == count:
+            slots: List[List[int]] = [[] for _ in range(layers)]
+        elif stepped != count + width:
+            return after
+        elif count + width <= self.model.config.num_slots:
+            slots = [list(range(count, count + width))] * layers  # caches fill in order until full
+        else:  # the block overwrote the slots it evicted
+            slots = []
+            for layer in range(layers):
+                changed = (cell[3 * layer][0] != before.cell_state[3 * layer][0]).any(-1).nonzero().flatten()
+                if changed.numel() != width:
+                    return after
+                slots.append(changed.tolist())
+        hidden = self.model.config.hidden_size
+        rows = torch.stack([torch.stack([torch.stack([cell[3 * layer][0, slot], cell[3 * layer + 1][0, slot]])
+                                         for slot in layer_slots]) if layer_slots else cell[0].new_zeros(0, 2, hidden)
+                            for layer, layer_slots in enumerate(slots)])
+        small = [cell[i] for i in TOVAAttentionCell.rewritten_entries(layers, len(cell))]
+        return _SlotCheckpoint(parent, slots, rows, small, after.token_sum, after.seen_tokens, after.last_embedding,
+                               after)
 
 
 class StreamingEncoder:
