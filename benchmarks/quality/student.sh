@@ -321,3 +321,7 @@ train tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated3
 [ -f "$OUT/student-speed-v12.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v12.json" \
   --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
   outputs/student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861
+# The same pair after open-token streams keep rows (fa9cc39): what a stream holds, and the keystroke it costs.
+[ -f "$OUT/student-speed-v13.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v13.json" \
+  --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
+  outputs/student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861
