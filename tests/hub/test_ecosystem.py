@@ -69,6 +69,17 @@ def test_model_card_validates(saved):
     assert "## Limitations" in text and "StreamingEncoder" in text and "| student |" in text
 
 
+def test_the_card_names_the_cell_and_its_open_tokens():
+    from conftest import tiny_config
+
+    from tf2rnn_hf.hub.modelcard import render_model_card
+
+    causal = str(render_model_card(tiny_config("tova_attention")))
+    assert "- Cell: `tova_attention`, 2 layer(s), hidden size 24;" in causal
+    opened = str(render_model_card(tiny_config("tova_attention", open_tokens=3)))
+    assert "- Cell: `tova_attention`, 2 layer(s), the newest 3 tokens open, hidden size 24;" in opened
+
+
 def test_cli_card_from_saved_results(saved, tmp_path):
     import shutil
 

@@ -61,6 +61,7 @@ def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf
     return ModelCard.from_template(
         data, template_path=str(TEMPLATE), model_name=name, teacher=teacher, repo_id=repo_id,
         cell_type=config.cell_type, num_hidden_layers=config.num_hidden_layers, hidden_size=config.hidden_size,
+        open_tokens=f", the newest {config.open_tokens} tokens open" if config.open_tokens > 1 else "",
         output_size=config.output_size, state_bytes=state_bytes if state_bytes is not None else "n/a",
         results_markdown=markdown, training_data=TRAINING_DATA, max_tokens=max_tokens,
         extra_markdown=(extra_markdown or "").strip())
