@@ -137,32 +137,19 @@ def test_tova_step_rows_are_the_whole_step():
     assert int(state.cell_state[-2]) == 40
 
 
-def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch):
-    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8)
-    quantized = quantize_int8(model)
-    assert isinstance(quantized.step_kernel, Int8TOVAStep)
-    calls = []
-    real = quantized.step_kernel.step_rows
-    monkeypatch.setattr(Int8TOVAStep, "step_rows", lambda self, *a, **k: calls.append(1) or real(*a, **k))
-    encoder = StreamingEncoder(quantized, tokenizer)
-    encoder.type("search as you tyep with a cache")
-    encoder.delete(2)
-    emb = encoder.type("pe now, past eight slots")
-    assert calls  # single-stream keystrokes ran in the kernel
-    scratch = student_encoder(model, tokenizer)(["search as you tyep with a cacpe now, past eight slots"])[0]
-    assert torch.dot(emb, scratch) >= 0.99  # fp32 from scratch vs the int8 stream after edits and evictions
-
-
-def test_open_token_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch):
+# A causal student's keystrokes write rows into a live cache (`step_rows`); one with open tokens steps whole states.
+@pytest.mark.parametrize("open_tokens, entry", [(1, "step_rows"), (3, "__call__")])
+def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch, open_tokens, entry):
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8,
-                                     open_tokens=3)
+                                     open_tokens=open_tokens)
     quantized = quantize_int8(model)
     assert isinstance(quantized.step_kernel, Int8TOVAStep)
-    with pytest.raises(ValueError, match="rewrites a block at a time"):
-        quantized.step_kernel.step_rows(5, quantized.init_state(1))
+    if open_tokens > 1:
+        with pytest.raises(ValueError, match="rewrites a block at a time"):
+            quantized.step_kernel.step_rows(5, quantized.init_state(1))
     calls = []
-    real = Int8TOVAStep.__call__
-    monkeypatch.setattr(Int8TOVAStep, "__call__", lambda self, *a: calls.append(1) or real(self, *a))
+    real = getattr(Int8TOVAStep, entry)
+    monkeypatch.setattr(Int8TOVAStep, entry, lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     encoder = StreamingEncoder(quantized, tokenizer)
     encoder.type("search as you tyep with a cache")
     encoder.delete(2)

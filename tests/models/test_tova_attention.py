@@ -25,19 +25,25 @@ def causal_teacher(teacher, ids, layers=None):
     return F.normalize(torch.cumsum(h, 0) / torch.arange(1, n + 1)[:, None], dim=-1)[1:]
 
 
+@torch.no_grad()
+def forward_and_steps(model, ids):
+    """The model's trajectory over `ids` in one forward, and the same typed token by token with `step`."""
+    trajectory = model(torch.tensor([ids])).last_hidden_state[0]
+    state, streamed = None, []
+    for token in ids:
+        emb, state = model.step(torch.tensor([token]), state)
+        streamed.append(emb[0])
+    return trajectory, torch.stack(streamed)
+
+
 def test_before_training_the_student_is_the_teacher_made_causal(teacher, inherited):
     model, tokenizer = inherited
     for text in ["The quick brown fox jumps over the lazy dog.", "search as you type", "x"]:
         ids = tokenizer(text, add_special_tokens=False)["input_ids"]
-        with torch.no_grad():
-            trajectory = model(torch.tensor([ids])).last_hidden_state[0]
-            state, streamed = None, []
-            for token in ids:
-                emb, state = model.step(torch.tensor([token]), state)
-                streamed.append(emb[0])
+        trajectory, streamed = forward_and_steps(model, ids)
         reference = causal_teacher(teacher, ids)
         assert (trajectory - reference).abs().max() < 1e-5, text
-        assert (torch.stack(streamed) - reference).abs().max() < 1e-5, text
+        assert (streamed - reference).abs().max() < 1e-5, text
         # Special tokens are no-ops: the [CLS] is the sink, not a step.
         with_specials = tokenizer(text, return_tensors="pt")["input_ids"]
         with torch.no_grad():
@@ -64,18 +70,14 @@ def test_open_tokens_before_training_are_the_teacher_with_its_newest_block_open(
     model.eval()
     ids = tokenizer("The quick brown fox jumps over the lazy dog.", add_special_tokens=False)["input_ids"]
     reference = block_teacher(teacher, ids, width)
+    trajectory, streamed = forward_and_steps(model, ids)
+    # A loss that reads only some steps gets those exactly (the rest are not recomputed).
+    read = torch.zeros(1, len(ids), dtype=torch.bool)
+    read[0, ::3] = read[0, -1] = True
     with torch.no_grad():
-        trajectory = model(torch.tensor([ids])).last_hidden_state[0]
-        state, streamed = None, []
-        for token in ids:
-            emb, state = model.step(torch.tensor([token]), state)
-            streamed.append(emb[0])
-        # A loss that reads only some steps gets those exactly (the rest are not recomputed).
-        read = torch.zeros(1, len(ids), dtype=torch.bool)
-        read[0, ::3] = read[0, -1] = True
         sparse = model(torch.tensor([ids]), output_steps=read).last_hidden_state[0]
     assert (trajectory - reference).abs().max() < 1e-5
-    assert (torch.stack(streamed) - reference).abs().max() < 1e-5
+    assert (streamed - reference).abs().max() < 1e-5
     assert (sparse[read[0]] - reference[read[0]]).abs().max() < 1e-5
 
 
