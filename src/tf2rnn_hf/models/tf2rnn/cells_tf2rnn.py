@@ -688,8 +688,8 @@ class TOVAAttentionCell(TF2RNNCell):
         if t == 0:
             return [inputs.new_zeros(b, 0, self.config.hidden_size)] * self.num_outputs, state
         if self.open > 1:
-            held = state[3 * len(self.layers) + 1]
-            if bool(count.any()) or bool(held.any()) or int(lengths.max()) > self.slots:
+            opened = state[3 * len(self.layers) + 1]  # open tokens before this chunk
+            if bool(count.any()) or bool(opened.any()) or int(lengths.max()) > self.slots:
                 return self._forward_stepwise(self._step_all, inputs, state, lengths)
             return self._forward_open(inputs, state, lengths, use_cache, needed)
         room = self.slots - int(count.max())  # steps every row can take before any cache is full
