@@ -302,6 +302,7 @@ train tova-l6-sampled150k-stride3-dense4-45-lr3e-4-grouped-posweight-final4-ate3
 train tova-l6-sampled150k-stride3-dense4-lr3e-4-grouped-posweight-final4-at3a7afeb --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --dense_prefixes 4 --train_minutes 20 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# (The two open-token rows' names end in 'ated37f861' by a typo: they ran the code of ed37d0f.)
 # Open tokens (--open_tokens 3): the newest three tokens attend to each other both ways and enter the cache as a
 # block, so each token reads up to two later ones (untrained: NA@10 0.436 -> 0.533, benchmarks/probes/results/
 # block-causal.json). Blocks of three line up with --stride 3's targets, so training recomputes almost no block
