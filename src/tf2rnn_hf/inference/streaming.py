@@ -43,12 +43,12 @@ def is_boundary(char: str) -> bool:
 
 
 class _SlotCheckpoint:
-    """A `tova_attention` student's state after one step, held as what the step wrote: the key and value row
-    of each layer's slot (`slots` [layers], `rows` [layers, 2, hidden]; with open tokens the rows of the block a
-    step commits, `slots` [layers][m] and `rows` [layers, m, 2, hidden], m = 0 for a step that commits none), every
-    smaller tensor by reference, and the state it stepped from. `full` caches the whole state while it may be
-    stepped from again (None where the fused step wrote only the rows); `materialize` builds it from the nearest
-    ancestor that holds one (the empty state at worst)."""
+    """A `tova_attention` student's state after one step, held as what the step wrote: the key and value rows
+    it committed in each layer (`slots` [layers][m], `rows` [layers, m, 2, hidden]: m = 1 for a causal student,
+    `open_tokens` or 0 with open tokens; the fused live-cache step's one row a layer, `slots` [layers] and `rows`
+    [layers, 2, hidden]), every smaller tensor by reference, and the state it stepped from. `full` caches the
+    whole state while it may be stepped from again (None where the fused step wrote only the rows); `materialize`
+    builds it from the nearest ancestor that holds one (the empty state at worst)."""
 
     __slots__ = ("parent", "slots", "rows", "small", "token_sum", "seen_tokens", "last_embedding", "full", "undo")
 
@@ -468,41 +468,19 @@ class BatchStreamingEncoder:
         return live.at
 
     def _checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState) -> Checkpoint:
-        """`after` as a row checkpoint of `parent` (whose whole state is `before`), or whole where the step
-        wrote other than one row per layer (with open tokens: a block of rows per layer, or none)."""
+        """`after` as a row checkpoint of `parent` (whose whole state is `before`): a step commits `open_tokens`
+        rows per layer (one for a causal student), or none while its tokens stay open; whole where it wrote
+        otherwise."""
         layers, cell = self._slot_layers, after.cell_state
         count, stepped = int(before.cell_state[-2]), int(cell[-2])
         width = self.model.config.open_tokens
-        if width > 1:
-            return self._block_checkpoint(parent, before, after, count, stepped, width)
-        if stepped != count + 1:
-            return after
-        if count < self.model.config.num_slots:
-            slots = [count] * layers  # caches fill in order until full
-        else:  # a full cache overwrote the slot it evicted
-            slots = []
-            for layer in range(layers):
-                changed = (cell[3 * layer][0] != before.cell_state[3 * layer][0]).any(-1).nonzero()
-                if changed.numel() != 1:
-                    return after
-                slots.append(int(changed))
-        rows = torch.stack([cell[3 * layer + kind][0, slot] for layer, slot in enumerate(slots) for kind in (0, 1)])
-        small = [cell[i] for i in TOVAAttentionCell.rewritten_entries(layers, len(cell))]
-        return _SlotCheckpoint(parent, slots, rows.view(layers, 2, -1), small, after.token_sum, after.seen_tokens,
-                               after.last_embedding, after)
-
-
-    def _block_checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState, count: int,
-                          stepped: int, width: int) -> Checkpoint:
-        """`_checkpoint` for a student with open tokens: a step commits `width` rows per layer or none."""
-        layers, cell = self._slot_layers, after.cell_state
-        if stepped == count:
+        if stepped == count and width > 1:
             slots: List[List[int]] = [[] for _ in range(layers)]
         elif stepped != count + width:
             return after
         elif count + width <= self.model.config.num_slots:
             slots = [list(range(count, count + width))] * layers  # caches fill in order until full
-        else:  # the block overwrote the slots it evicted
+        else:  # a full cache overwrote the slots it evicted
             slots = []
             for layer in range(layers):
                 changed = (cell[3 * layer][0] != before.cell_state[3 * layer][0]).any(-1).nonzero().flatten()
