@@ -31,10 +31,13 @@ SECTIONS = ("qkv gemv", "attention", "eviction + state copy", "out gemv + norm +
 MARKS = (("        float sx = quantize_u8(x, H, q);\n        gemv(p->w_qkv", "TIC(a) "),
          ("        const float *qv = qkv,", "TOC(a, 0) TIC(b)\n"),
          ("        /* TOVA: a full cache", "TOC(b, 1) TIC(c)\n"),
-         ("        float sm = quantize_u8(mixed, H, q);", "TOC(c, 2) TIC(d)\n"),
-         ("        gelu(up, I);", "TOC(d, 3) TIC(e)\n"),
-         ("        float su = quantize_u8(up, I, q);", "TOC(e, 4) TIC(f)\n"),
-         ("        layer_norm(x, p->norm2_w", "TOC(f, 5)\n"))
+         ("        finish_layer(p, l, 1, x, mixed, q, tmp, up);", "TOC(c, 2)\n"),
+         ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed", "TIC(d)\n"),
+         ("    gelu(up, n * I);", "TOC(d, 3) TIC(e)\n"),
+         ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up", "TOC(e, 4) TIC(f)\n"),
+         ("    for (int j = 0; j < n; ++j) {\n        float *xj = x + (int64_t)j * H;\n"
+          "        for (int k = 0; k < H; ++k) xj[k] += tmp[(int64_t)j * H + k];\n        layer_norm(xj, p->norm2_w",
+          "TOC(f, 5)\n"))
 
 
 def instrumented(folder: Path) -> ctypes.CDLL:

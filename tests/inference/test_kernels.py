@@ -116,40 +116,41 @@ def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, res
 
 
 @torch.no_grad()
-def test_tova_step_rows_are_the_whole_step():
+@pytest.mark.parametrize("open_tokens", [1, 3])
+def test_tova_step_rows_are_the_whole_step(open_tokens):
     # step_rows writes the rows, slots and small entries of the state __call__ writes whole: the parent with
-    # those rows in place is that state, bit for bit, through evictions (40 tokens, 6 slots).
-    model = _tova(128, False, pooling_position_exponent=1.0)
+    # those rows in place is that state, bit for bit, through evictions (40 tokens, 6 slots). With open tokens a
+    # step writes a block of rows when it commits, else none.
+    model = _tova(128, False, pooling_position_exponent=1.0, open_tokens=open_tokens)
     step = Int8TOVAStep(model)
     state = model.init_state(1)
-    for token in torch.randint(0, 300, (40,)).tolist():
+    for n, token in enumerate(torch.randint(0, 300, (40,)).tolist(), 1):
         emb, whole = step(token, state)
         emb_rows, slots, rows, small, token_sum, seen = step.step_rows(token, state)
         assert torch.equal(emb, emb_rows) and torch.equal(seen, whole.seen_tokens)
         assert torch.equal(token_sum, whole.token_sum)
-        for layer, slot in enumerate(slots):
+        for layer, layer_slots in enumerate(slots):
+            written = [layer_slots] if open_tokens == 1 else layer_slots
+            assert len(written) == (open_tokens if n % open_tokens == 0 else 0)
             for kind in (0, 1):
                 rebuilt = state.cell_state[3 * layer + kind].clone()
-                rebuilt[0, slot] = rows[layer, kind]
+                rebuilt[0, written] = rows[layer, ..., kind, :]
                 assert torch.equal(rebuilt, whole.cell_state[3 * layer + kind])
         assert all(torch.equal(a, whole.cell_state[i]) for a, i in zip(small, step.small))
         state = whole
-    assert int(state.cell_state[-2]) == 40
+    assert int(state.cell_state[-2]) == 40 // open_tokens * open_tokens
 
 
-# A causal student's keystrokes write rows into a live cache (`step_rows`); one with open tokens steps whole states.
-@pytest.mark.parametrize("open_tokens, entry", [(1, "step_rows"), (3, "__call__")])
-def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch, open_tokens, entry):
+# Single-stream keystrokes write rows into a live cache (`step_rows`): one a layer, or a block of open tokens.
+@pytest.mark.parametrize("open_tokens", [1, 3])
+def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch, open_tokens):
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8,
                                      open_tokens=open_tokens)
     quantized = quantize_int8(model)
     assert isinstance(quantized.step_kernel, Int8TOVAStep)
-    if open_tokens > 1:
-        with pytest.raises(ValueError, match="rewrites a block at a time"):
-            quantized.step_kernel.step_rows(5, quantized.init_state(1))
     calls = []
-    real = getattr(Int8TOVAStep, entry)
-    monkeypatch.setattr(Int8TOVAStep, entry, lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    real = Int8TOVAStep.step_rows
+    monkeypatch.setattr(Int8TOVAStep, "step_rows", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     encoder = StreamingEncoder(quantized, tokenizer)
     encoder.type("search as you tyep with a cache")
     encoder.delete(2)
@@ -203,14 +204,16 @@ def test_bidirectional_pooling_is_not_silently_dropped_by_the_fused_step():
     assert torch.nn.functional.cosine_similarity(emb, reference).item() >= 0.99
 
 
-def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeypatch):
+@pytest.mark.parametrize("open_tokens", [1, 3])  # 3: blocks of three rows enter (and leave) a cache of four slots
+def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeypatch, open_tokens):
     """A single stream types on one cache of its own (`_LiveCache`): every keystroke writes its rows in place and
     deletes undo them, through evictions and pops across words, with and without max_checkpoints. After each edit
     the embedding is bit for bit the fused step run over the text from scratch, and no keystroke or pop built a
     whole state from rows."""
     from tf2rnn_hf.inference.streaming import _SlotCheckpoint
 
-    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=4)
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=4,
+                                     open_tokens=open_tokens)
     quantized = quantize_int8(model)
     built = []
     materialize = _SlotCheckpoint.materialize

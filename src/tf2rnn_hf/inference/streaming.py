@@ -57,8 +57,8 @@ class _SlotCheckpoint:
                  full: Optional[TF2RNNState] = None, undo: Optional[torch.Tensor] = None):
         self.parent, self.slots, self.rows, self.small, self.full = parent, slots, rows, small, full
         self.token_sum, self.seen_tokens, self.last_embedding = token_sum, seen_tokens, last_embedding
-        # Set where the step ran on a live cache: the rows it overwrote ([layers, 2, hidden]), or an empty
-        # tensor where it filled unused slots (the parent's fill already ignores them). None: not undoable.
+        # Set where the step ran on a live cache: the rows it overwrote (shaped as `rows`), or an empty tensor
+        # where it wrote none or only unused slots (the parent's fill already ignores them). None: not undoable.
         self.undo = undo
 
     def materialize(self) -> TF2RNNState:
@@ -120,7 +120,8 @@ class _LiveCache:
             layers = torch.arange(len(self.kv))
             for step in path:  # newest first
                 if step.undo.numel():
-                    self.kv[layers, :, 0, step.slots] = step.undo
+                    slots = torch.tensor(step.slots)  # [layers], or [layers, m] for a block of open tokens
+                    self.kv[layers if slots.dim() == 1 else layers[:, None], :, 0, slots] = step.undo
         else:
             cell = _full(target).cell_state
             for layer in range(len(self.kv)):
@@ -202,8 +203,9 @@ class BatchStreamingEncoder:
             self.backend.no_truncation()
         self.tokenizer = tokenizer
         slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
-        # A causal one types on a live cache (one row per layer a step); open tokens commit a block at a time.
-        self._live = slot_cache and model.config.open_tokens == 1
+        # Single keystrokes type on a live cache: a step writes its rows (one a layer, or a block of open
+        # tokens when they commit) in place.
+        self._live = slot_cache
         self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
         self._empty = model.init_state(1)
         self._small = TOVAAttentionCell.rewritten_entries(self._slot_layers, len(self._empty.cell_state)) \
@@ -447,9 +449,10 @@ class BatchStreamingEncoder:
         return [self._checkpoint(parent, before, after) for parent, before, after in zip(states, full, new)]
 
     def _step_live(self, s: _Stream, parent: Checkpoint, token: int, kernel) -> _SlotCheckpoint:
-        """A keystroke of one stream on its live cache. Its new state is `parent` plus one row per layer: the fused
-        step writes only those, into the cache, and returns the rows they replace so a delete can undo them
-        (copying a whole cache per keystroke, or building one from rows, cost a third of a keystroke or more)."""
+        """A keystroke of one stream on its live cache. Its new state is `parent` plus the rows the step commits
+        (one per layer; with open tokens a block every `open_tokens` steps, else none): the fused step writes only
+        those, into the cache, and returns the rows they replace so a delete can undo them (copying a whole cache
+        per keystroke, or building one from rows, cost a third of a keystroke or more)."""
         if s.live is None:
             config = self.model.config
             s.live = _LiveCache(self._slot_layers, config.num_slots, config.hidden_size)
@@ -462,7 +465,8 @@ class BatchStreamingEncoder:
         cell += list(rest)
         emb, slots, rows, new_small, token_sum, seen, replaced = kernel.step_rows(
             token, TF2RNNState(cell, parent.token_sum, parent.seen_tokens, parent.last_embedding), in_place=True)
-        full = float(cell[-2]) >= self.model.config.num_slots  # count before the step: were all slots in use?
+        written = rows.shape[1] if rows.dim() == 4 else 1  # rows a layer
+        full = float(cell[-2]) + written > self.model.config.num_slots  # (count before the step) overwrote rows in use
         live.at = _SlotCheckpoint(parent, slots, rows, new_small, token_sum, seen, emb,
                                   undo=replaced if full else _NOTHING_REPLACED)
         return live.at

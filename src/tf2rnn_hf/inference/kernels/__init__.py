@@ -87,7 +87,7 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 9
     lib.tf2rnn_tova_open_step.restype = None
     lib.tf2rnn_tova_open_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32] + [
-        ctypes.c_void_p] * 6
+        ctypes.c_void_p] * 9
     return lib
 
 
@@ -247,17 +247,13 @@ class Int8TOVAStep(_FusedStep):
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # written only then
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
-        if self.open > 1:  # a new whole state: open tokens rewrite a block of rows at a time
-            self.lib.tf2rnn_tova_open_step(self._params_ref, token_id, self.open,
-                                           self._pointers(*(t.data_ptr() for t in old)),
-                                           self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(),
-                                           seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
-            return emb, token_sum, seen
-        self.lib.tf2rnn_tova_step(self._params_ref, token_id, self._pointers(*(t.data_ptr() for t in old)),
-                                  self._pointers(*(None if t is None else t.data_ptr() for t in new)),
-                                  None if rows is None else rows.data_ptr(), None if slots is None else
-                                  slots.data_ptr(), None if replaced is None else replaced.data_ptr(),
-                                  tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
+        # Open tokens commit a block of rows every `open` steps (tf2rnn_tova_open_step), a causal step one row.
+        step, first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
+            (self.lib.tf2rnn_tova_step, ())
+        step(self._params_ref, token_id, *first, self._pointers(*(t.data_ptr() for t in old)),
+             self._pointers(*(None if t is None else t.data_ptr() for t in new)),
+             *(None if t is None else t.data_ptr() for t in (rows, slots, replaced)),
+             tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, token_sum, seen
 
     def __call__(self, input_ids, state: TF2RNNState):
@@ -268,29 +264,35 @@ class Int8TOVAStep(_FusedStep):
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
 
     def step_rows(self, input_ids, state: TF2RNNState, in_place: bool = False):
-        """One step that writes what changed and no whole state: (embedding [1, O], the slot each layer wrote,
-        the key and value rows written [layers, 2, H], the entries of `small` (each layer's fill, then the
-        pooling's), token sum, seen tokens, and with `in_place` the rows it replaced [layers, 2, H]). The new
-        state is `state` with those rows and entries: the streaming encoder keeps it so. `in_place` also
-        writes the rows into `state`'s keys and values (a cache the caller owns; its other entries are kept)."""
-        if self.open > 1:
-            raise ValueError("step_rows steps a causal student (one row per layer); one with open tokens rewrites "
-                             "a block at a time: call the step itself.")
+        """One step that writes what changed and no whole state: (embedding [1, O], the slots each layer wrote,
+        the key and value rows written, the entries of `small` (each layer's fill, then the pooling's), token sum,
+        seen tokens, and with `in_place` the rows it replaced). A causal step writes one row a layer (slots
+        [layers], rows [layers, 2, H]); one with open tokens writes its block when it commits it (slots
+        [layers][m], rows [layers, m, 2, H], m = open_tokens, or 0 while its tokens stay open). The new state is
+        `state` with those rows and entries: the streaming encoder keeps it so. `in_place` also writes the rows
+        into `state`'s keys and values (a cache the caller owns; its other entries are kept)."""
         new: List[Optional[torch.Tensor]] = [None] * len(self._shapes)
         for i in self.small:
             new[i] = torch.empty((1, *self._shapes[i]))
+        width = self.open  # rows a step may write per layer (1 for a causal student)
         replaced = None
         if in_place:
-            replaced = torch.empty(self.layers, 2, self.hidden_size)
+            replaced = torch.empty(self.layers, width, 2, self.hidden_size)
             for i in range(len(new)):
                 if new[i] is None:  # each layer's keys and values
                     new[i] = state.cell_state[i]
                     if not new[i].is_contiguous():
                         raise ValueError("in_place needs contiguous key and value caches.")
-        rows, slots = torch.empty(self.layers, 2, self.hidden_size), torch.empty(self.layers, dtype=torch.int32)
+        rows = torch.empty(self.layers, width, 2, self.hidden_size)
+        slots = torch.empty(self.layers, width, dtype=torch.int32)
         emb, token_sum, seen = self._run(input_ids, state, new, rows, slots, replaced)
-        out = emb, slots.tolist(), rows, [new[i] for i in self.small], token_sum, seen
-        return (*out, replaced) if in_place else out
+        if width == 1:
+            written, slots = (slice(None), 0), slots[:, 0].tolist()
+        else:  # the held tokens and this one fill the block: it commits
+            m = width if int(state.cell_state[3 * self.layers + 1]) + 1 == width else 0
+            written, slots = (slice(None), slice(0, m)), slots[:, :m].tolist()
+        out = emb, slots, rows[written], [new[i] for i in self.small], token_sum, seen
+        return (*out, replaced[written]) if in_place else out
 
 
 KERNELS = (Int8GRUStep, Int8TOVAStep)

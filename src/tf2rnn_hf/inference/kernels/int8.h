@@ -34,27 +34,34 @@ static int32_t dot_u8s8(const uint8_t *x, const int8_t *w, int n) {
     return acc;
 }
 
-/* y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i] */
-static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
-                 const uint8_t *xu, float sx, int rows, int cols, float *y) {
+/* y[v, i] = s[i] * sx[v] * (sum_j w[i,j] * (xu[v, j] - 128)) + b[i] for n activation vectors xu [n, cols] against
+ * the same weights (y [n, rows]). A keystroke's gemvs are bound by reading the weights (10.6 MB for six layers,
+ * benchmarks/probes/read_bandwidth.c), so each block of four rows is read once and then, from L1, serves every
+ * vector: a step of a student with open tokens runs its few open tokens for little more than one. */
+static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+                       const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
     int i = 0;
 #if defined(__AVX512F__) && defined(__AVX512VNNI__)
     /* Four rows at a time: one row's chain of dependent dot products leaves the unit idle for its latency. */
     if (cols % 64 == 0) {
         for (; i + 4 <= rows; i += 4) {
             const int8_t *w0 = w + (int64_t)i * cols;
-            __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-            for (int j = 0; j < cols; j += 64) {
-                __m512i xv = _mm512_loadu_si512((const void *)(xu + j));
-                a0 = _mm512_dpbusd_epi32(a0, xv, _mm512_loadu_si512((const void *)(w0 + j)));
-                a1 = _mm512_dpbusd_epi32(a1, xv, _mm512_loadu_si512((const void *)(w0 + cols + j)));
-                a2 = _mm512_dpbusd_epi32(a2, xv, _mm512_loadu_si512((const void *)(w0 + 2 * cols + j)));
-                a3 = _mm512_dpbusd_epi32(a3, xv, _mm512_loadu_si512((const void *)(w0 + 3 * cols + j)));
+            for (int v = 0; v < n; ++v) {
+                const uint8_t *xv0 = xu + (int64_t)v * cols;
+                __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+                for (int j = 0; j < cols; j += 64) {
+                    __m512i xv = _mm512_loadu_si512((const void *)(xv0 + j));
+                    a0 = _mm512_dpbusd_epi32(a0, xv, _mm512_loadu_si512((const void *)(w0 + j)));
+                    a1 = _mm512_dpbusd_epi32(a1, xv, _mm512_loadu_si512((const void *)(w0 + cols + j)));
+                    a2 = _mm512_dpbusd_epi32(a2, xv, _mm512_loadu_si512((const void *)(w0 + 2 * cols + j)));
+                    a3 = _mm512_dpbusd_epi32(a3, xv, _mm512_loadu_si512((const void *)(w0 + 3 * cols + j)));
+                }
+                int32_t acc[4] = {_mm512_reduce_add_epi32(a0), _mm512_reduce_add_epi32(a1),
+                                  _mm512_reduce_add_epi32(a2), _mm512_reduce_add_epi32(a3)};
+                float *yv = y + (int64_t)v * rows;
+                for (int k = 0; k < 4; ++k)
+                    yv[i + k] = (float)(acc[k] - 128 * rowsum[i + k]) * s[i + k] * sx[v] + b[i + k];
             }
-            int32_t acc[4] = {_mm512_reduce_add_epi32(a0), _mm512_reduce_add_epi32(a1),
-                              _mm512_reduce_add_epi32(a2), _mm512_reduce_add_epi32(a3)};
-            for (int k = 0; k < 4; ++k)
-                y[i + k] = (float)(acc[k] - 128 * rowsum[i + k]) * s[i + k] * sx + b[i + k];
         }
     }
 #elif defined(__AVX2__)
@@ -63,9 +70,9 @@ static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const f
      * each row's 32 bytes take one vpsignb (taking |w| and sign(w) * x per row took two: ~7% of the gemvs,
      * benchmarks/probes/gemv_variants.c). Four rows at a time. */
     if (cols % 32 == 0) {
-        int8_t xs[cols];
-        uint8_t ax[cols];
-        for (int j = 0; j < cols; ++j) {
+        int8_t xs[n * cols];
+        uint8_t ax[n * cols];
+        for (int j = 0; j < n * cols; ++j) {
             xs[j] = (int8_t)(xu[j] ^ 0x80);  /* xu - 128 */
             ax[j] = (uint8_t)(xs[j] < 0 ? -xs[j] : xs[j]);
         }
@@ -74,30 +81,42 @@ static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const f
         _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(wp)), xv)), ones))
         for (; i + 4 <= rows; i += 4) {
             const int8_t *w0 = w + (int64_t)i * cols;
-            __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-            for (int j = 0; j < cols; j += 32) {
-                __m256i xv = _mm256_loadu_si256((const __m256i *)(xs + j));
-                __m256i av = _mm256_loadu_si256((const __m256i *)(ax + j));
-                TF2RNN_DOT32(a0, w0 + j);
-                TF2RNN_DOT32(a1, w0 + cols + j);
-                TF2RNN_DOT32(a2, w0 + 2 * cols + j);
-                TF2RNN_DOT32(a3, w0 + 3 * cols + j);
+            for (int v = 0; v < n; ++v) {
+                const int8_t *xs0 = xs + (int64_t)v * cols;
+                const uint8_t *ax0 = ax + (int64_t)v * cols;
+                __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+                for (int j = 0; j < cols; j += 32) {
+                    __m256i xv = _mm256_loadu_si256((const __m256i *)(xs0 + j));
+                    __m256i av = _mm256_loadu_si256((const __m256i *)(ax0 + j));
+                    TF2RNN_DOT32(a0, w0 + j);
+                    TF2RNN_DOT32(a1, w0 + cols + j);
+                    TF2RNN_DOT32(a2, w0 + 2 * cols + j);
+                    TF2RNN_DOT32(a3, w0 + 3 * cols + j);
+                }
+                /* Horizontal sums of the four accumulators at once. */
+                __m256i h01 = _mm256_hadd_epi32(a0, a1), h23 = _mm256_hadd_epi32(a2, a3);
+                __m256i h = _mm256_hadd_epi32(h01, h23);  /* per 128-bit lane: rows 0..3 partial sums */
+                __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+                int32_t acc[4];
+                _mm_storeu_si128((__m128i *)acc, sum);
+                float *yv = y + (int64_t)v * rows;
+                for (int k = 0; k < 4; ++k) yv[i + k] = (float)acc[k] * s[i + k] * sx[v] + b[i + k];
             }
-            /* Horizontal sums of the four accumulators at once. */
-            __m256i h01 = _mm256_hadd_epi32(a0, a1), h23 = _mm256_hadd_epi32(a2, a3);
-            __m256i h = _mm256_hadd_epi32(h01, h23);  /* per 128-bit lane: rows 0..3 partial sums */
-            __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-            int32_t acc[4];
-            _mm_storeu_si128((__m128i *)acc, sum);
-            for (int k = 0; k < 4; ++k) y[i + k] = (float)acc[k] * s[i + k] * sx + b[i + k];
         }
 #undef TF2RNN_DOT32
     }
 #endif
-    for (; i < rows; ++i) {
-        int32_t acc = dot_u8s8(xu, w + (int64_t)i * cols, cols) - 128 * rowsum[i];
-        y[i] = (float)acc * s[i] * sx + b[i];
-    }
+    for (; i < rows; ++i)
+        for (int v = 0; v < n; ++v) {
+            int32_t acc = dot_u8s8(xu + (int64_t)v * cols, w + (int64_t)i * cols, cols) - 128 * rowsum[i];
+            y[(int64_t)v * rows + i] = (float)acc * s[i] * sx[v] + b[i];
+        }
+}
+
+/* One activation vector: y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i]. */
+static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+                 const uint8_t *xu, float sx, int rows, int cols, float *y) {
+    gemv_batch(w, s, rowsum, b, xu, &sx, 1, rows, cols, y);
 }
 
 /* The model's tail after the cell: emb = normalize(readout(h) [+ running token mean]). `q` holds >= H

@@ -113,24 +113,32 @@ static void attend(const float *qv, const float *const *kp, const float *const *
     }
 }
 
-/* The rest of a layer after its attention, in place on x [H]: int8 output projection, residual, attention_norm,
- * int8 feed-forward (GELU), residual, output_norm. `q` holds max(H, I) bytes, tmp [H] and up [I] are scratch. */
-static void finish_layer(const tf2rnn_tova_params *p, int l, float *x, const float *mixed, uint8_t *q, float *tmp,
-                         float *up) {
+/* The rest of a layer after its attention, in place on n tokens' x [n, H] (their attention mixes `mixed` [n, H]):
+ * int8 output projection, residual, attention_norm, int8 feed-forward (GELU), residual, output_norm, each
+ * projection one gemv_batch over the n tokens. `q` holds n * max(H, I) bytes, tmp [n, H] and up [n, I] are scratch. */
+static void finish_layer(const tf2rnn_tova_params *p, int l, int n, float *x, const float *mixed, uint8_t *q,
+                         float *tmp, float *up) {
     const int H = p->H, I = p->I;
     const int64_t HH = (int64_t)H * H, IH = (int64_t)I * H;
-    float sm = quantize_u8(mixed, H, q);
-    gemv(p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sm, H, H, tmp);
-    for (int k = 0; k < H; ++k) x[k] += tmp[k];
-    layer_norm(x, p->norm1_w + l * H, p->norm1_b + l * H, H, p->eps);
-    float sx = quantize_u8(x, H, q);
-    gemv(p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I, p->b_up + (int64_t)l * I,
-         q, sx, I, H, up);
-    gelu(up, I);
-    float su = quantize_u8(up, I, q);
-    gemv(p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, su, H, I, tmp);
-    for (int k = 0; k < H; ++k) x[k] += tmp[k];
-    layer_norm(x, p->norm2_w + l * H, p->norm2_b + l * H, H, p->eps);
+    float sc[n];
+    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed + (int64_t)j * H, H, q + (int64_t)j * H);
+    gemv_batch(p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sc, n, H, H, tmp);
+    for (int j = 0; j < n; ++j) {
+        float *xj = x + (int64_t)j * H;
+        for (int k = 0; k < H; ++k) xj[k] += tmp[(int64_t)j * H + k];
+        layer_norm(xj, p->norm1_w + l * H, p->norm1_b + l * H, H, p->eps);
+        sc[j] = quantize_u8(xj, H, q + (int64_t)j * H);
+    }
+    gemv_batch(p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I, p->b_up + (int64_t)l * I,
+               q, sc, n, I, H, up);
+    gelu(up, n * I);
+    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up + (int64_t)j * I, I, q + (int64_t)j * I);
+    gemv_batch(p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, sc, n, H, I, tmp);
+    for (int j = 0; j < n; ++j) {
+        float *xj = x + (int64_t)j * H;
+        for (int k = 0; k < H; ++k) xj[k] += tmp[(int64_t)j * H + k];
+        layer_norm(xj, p->norm2_w + l * H, p->norm2_b + l * H, H, p->eps);
+    }
 }
 
 /* tsum/seen: the model's running token sum and tokens seen including this one (used with `residual`). */
@@ -212,7 +220,7 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
         }
         fill_out[target] = 1.f;
 
-        finish_layer(p, l, x, mixed, q, tmp, up);
+        finish_layer(p, l, 1, x, mixed, q, tmp, up);
     }
 
     /* Running (weighted) mean of the top layer with the sink's output (the zero state has seen nothing; the
@@ -236,20 +244,24 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
  * held input vectors, then this token's) run through every layer, each query attending to [sink, filled slots,
  * the r open tokens]; when r == W the block enters the cache, each token where `_step_open` puts it (in order
  * while slots are free, else the slot the block's queries weigh least, heads and queries averaged). State: the
- * layers' 3L arrays, held [W - 1, H], open count [1], then as above ([total,] count, pooled); `out` is a new
- * state (it may not alias `in`).
+ * layers' 3L arrays, held [W - 1, H], open count [1], then as above ([total,] count, pooled). As with
+ * tf2rnn_tova_step, `out`'s keys and values may be a new cache, NULL (only `rows` [L, W, 2, H] and `slots` [L, W]
+ * are written) or `in`'s (in place, the overwritten rows first saved to `replaced` [L, W, 2, H]); rows, slots and
+ * replaced are written only by a step that commits its block.
  */
 void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W, float *const *in,
-                           float *const *out, const float *tsum, const int64_t *seen, float *tsum_out, float *emb) {
+                           float *const *out, float *rows, int32_t *slots, float *replaced, const float *tsum,
+                           const int64_t *seen, float *tsum_out, float *emb) {
     const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads, L = p->L;
     const float scale = 1.f / sqrtf((float)D);
     const int held_at = 3 * L, tail = 3 * L + 2 + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
     const float count = in[tail][0], *held = in[held_at];
     const int r0 = (int)in[held_at + 1][0], r = r0 + 1, commit = r == W, stride = S + W + 1;
-    float x[W * H], qkv[W * 3 * H], mixed[H], tmp[H], up[I], w[W * heads * stride], slot_weight[S];
+    float x[W * H], qkv[W * 3 * H], mixed[W * H], tmp[W * H], up[W * I], w[W * heads * stride], slot_weight[S],
+          sc[W];
     const float *kp[S + W + 1], *vp[S + W + 1];
     int slot_of[S + W + 1];
-    uint8_t q[I > H ? I : H];
+    uint8_t q[W * (I > H ? I : H)];
 
     const float *tok = p->table + token * H;
     for (int j = 0; j < r; ++j) {
@@ -265,11 +277,9 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
         const float *keys = in[3 * l], *values = in[3 * l + 1], *fill = in[3 * l + 2];
         float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
         const int64_t HH = (int64_t)H * H;
-        for (int j = 0; j < r; ++j) {
-            float sx = quantize_u8(x + (int64_t)j * H, H, q);
-            gemv(p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sx,
-                 3 * H, H, qkv + (int64_t)j * 3 * H);
-        }
+        for (int j = 0; j < r; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
+        gemv_batch(p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sc,
+                   r, 3 * H, H, qkv);
         int n = 0;
         kp[n] = p->sink_key + (int64_t)l * H; vp[n] = p->sink_value + (int64_t)l * H; slot_of[n++] = -1;
         for (int s = 0; s < S; ++s) {
@@ -280,13 +290,14 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
         for (int j = 0; j < r; ++j) {
             kp[n] = qkv + (int64_t)j * 3 * H + H; vp[n] = qkv + (int64_t)j * 3 * H + 2 * H; slot_of[n++] = S + j;
         }
-        for (int j = 0; j < r; ++j) {  /* every query reads the layer's keys and values before any x moves on */
+        for (int j = 0; j < r; ++j)
             attend(qkv + (int64_t)j * 3 * H, kp, vp, n, heads, D, scale, w + (int64_t)j * heads * stride, stride,
-                   mixed);
-            finish_layer(p, l, x + (int64_t)j * H, mixed, q, tmp, up);
+                   mixed + (int64_t)j * H);
+        finish_layer(p, l, r, x, mixed, q, tmp, up);
+        if (keys_out != NULL && keys_out != keys) {
+            memcpy(keys_out, keys, sizeof(float) * (size_t)S * H);
+            memcpy(values_out, values, sizeof(float) * (size_t)S * H);
         }
-        memcpy(keys_out, keys, sizeof(float) * (size_t)S * H);
-        memcpy(values_out, values, sizeof(float) * (size_t)S * H);
         memcpy(fill_out, fill, sizeof(float) * (size_t)S);
         if (!commit) continue;
         for (int s = 0; s < S; ++s) slot_weight[s] = INFINITY;
@@ -306,8 +317,21 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
                 for (int s = 0; s < S; ++s)
                     if (slot_weight[s] < best) { best = slot_weight[s]; target = s; }
             }
-            memcpy(keys_out + (int64_t)target * H, qkv + (int64_t)j * 3 * H + H, sizeof(float) * H);
-            memcpy(values_out + (int64_t)target * H, qkv + (int64_t)j * 3 * H + 2 * H, sizeof(float) * H);
+            const float *kj = qkv + (int64_t)j * 3 * H + H, *vj = kj + H;
+            const int64_t at = ((int64_t)l * W + j) * 2 * H;
+            if (keys_out != NULL) {
+                if (replaced != NULL) {
+                    memcpy(replaced + at, keys_out + (int64_t)target * H, sizeof(float) * H);
+                    memcpy(replaced + at + H, values_out + (int64_t)target * H, sizeof(float) * H);
+                }
+                memcpy(keys_out + (int64_t)target * H, kj, sizeof(float) * H);
+                memcpy(values_out + (int64_t)target * H, vj, sizeof(float) * H);
+            }
+            if (rows != NULL) {
+                memcpy(rows + at, kj, sizeof(float) * H);
+                memcpy(rows + at + H, vj, sizeof(float) * H);
+                slots[(int64_t)l * W + j] = target;
+            }
             fill_out[target] = 1.f;
             slot_weight[target] = INFINITY;
         }
