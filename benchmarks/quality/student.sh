@@ -326,3 +326,8 @@ train tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated3
 [ -f "$OUT/student-speed-v13.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v13.json" \
   --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
   outputs/student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861
+# The same pair after 2530d9b: the open step reads each weight block once for all its open tokens (gemv_batch),
+# and open students' single streams type on a live cache as causal ones do.
+[ -f "$OUT/student-speed-v14.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v14.json" \
+  --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
+  outputs/student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861
