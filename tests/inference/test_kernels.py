@@ -137,6 +137,7 @@ def test_tova_step_rows_are_the_whole_step(open_tokens):
                 rebuilt[0, written] = rows[layer, ..., kind, :]
                 assert torch.equal(rebuilt, whole.cell_state[3 * layer + kind])
         assert all(torch.equal(a, whole.cell_state[i]) for a, i in zip(small, step.small))
+        assert rows.untyped_storage().nbytes() == 4 * rows.numel()  # what a checkpoint keeps: the rows written
         state = whole
     assert int(state.cell_state[-2]) == 40 // open_tokens * open_tokens
 

@@ -274,7 +274,9 @@ class Int8TOVAStep(_FusedStep):
         new: List[Optional[torch.Tensor]] = [None] * len(self._shapes)
         for i in self.small:
             new[i] = torch.empty((1, *self._shapes[i]))
-        width = self.open  # rows a step may write per layer (1 for a causal student)
+        width = self.open  # rows per layer this step writes: one (causal), or a block of open tokens or none
+        if width > 1 and int(state.cell_state[3 * self.layers + 1]) + 1 < width:
+            width = 0  # the block stays open (a checkpoint then holds no row storage at all)
         replaced = None
         if in_place:
             replaced = torch.empty(self.layers, width, 2, self.hidden_size)
@@ -285,14 +287,11 @@ class Int8TOVAStep(_FusedStep):
                         raise ValueError("in_place needs contiguous key and value caches.")
         rows = torch.empty(self.layers, width, 2, self.hidden_size)
         slots = torch.empty(self.layers, width, dtype=torch.int32)
-        emb, token_sum, seen = self._run(input_ids, state, new, rows, slots, replaced)
-        if width == 1:
-            written, slots = (slice(None), 0), slots[:, 0].tolist()
-        else:  # the held tokens and this one fill the block: it commits
-            m = width if int(state.cell_state[3 * self.layers + 1]) + 1 == width else 0
-            written, slots = (slice(None), slice(0, m)), slots[:, :m].tolist()
-        out = emb, slots, rows[written], [new[i] for i in self.small], token_sum, seen
-        return (*out, replaced[written]) if in_place else out
+        emb, token_sum, seen = self._run(input_ids, state, new, *((rows, slots, replaced) if width else ()))
+        if self.open == 1:
+            rows, slots, replaced = rows[:, 0], slots[:, 0], None if replaced is None else replaced[:, 0]
+        out = emb, slots.tolist(), rows, [new[i] for i in self.small], token_sum, seen
+        return (*out, replaced) if in_place else out
 
 
 KERNELS = (Int8GRUStep, Int8TOVAStep)
