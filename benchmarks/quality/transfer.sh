@@ -39,13 +39,7 @@ if [ ! -f "$OUT/transfer-all.json" ]; then
 fi
 for source in $SOURCES; do
   # The source's held-out sentences, as the offline corpus splits them (never trained on by any student here).
-  [ -f "$HELD/$source.jsonl" ] || $PY - "$source" "$HELD/$source.jsonl" <<'PY'
-import json, sys
-from tf2rnn_hf.data.corpus import load_texts
-rows = load_texts("offline", "heldout", limit=1000, only_sources=[sys.argv[1]])
-with open(sys.argv[2], "w") as f:
-    f.writelines(json.dumps({"text": t}) + "\n" for t in rows["text"])
-PY
+  [ -f "$HELD/$source.jsonl" ] || $PY benchmarks/quality/heldout_source.py "$source" "$HELD/$source.jsonl"
   if [ -f "$RELEASED/results.json" ] && [ ! "$OUT/transfer-released-$source.json" -nt "$RELEASED/results.json" ]; then
     $PY -m tf2rnn_hf.cli evaluate "$RELEASED" --texts "$HELD/$source.jsonl" --output "$RELEASED/eval-$source"
     with_distill "$RELEASED/eval-$source/results.json" "$RELEASED/results.json" "$OUT/transfer-released-$source.json"
