@@ -232,6 +232,12 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("the same, 45 min (the 90-minute recipe)",
              "student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861-eval",
              "student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861", False),
+            ("the 20-min open-token row less FOLDOC's texts (--exclude_sources dict-foldoc; a slow host phase)",
+             "student-tova-l6-sampled150k-stride3-open3-no-foldoc-lr3e-4-grouped-posweight-final4-atc7defd2-eval",
+             "student-tova-l6-sampled150k-stride3-open3-no-foldoc-lr3e-4-grouped-posweight-final4-atc7defd2", False),
+            ("150,000 texts at --stride 3, 20 min, the newest six tokens open (--open_tokens 6)",
+             "student-tova-l6-sampled150k-stride3-open6-lr3e-4-grouped-posweight-final4-atc7defd2-eval",
+             "student-tova-l6-sampled150k-stride3-open6-lr3e-4-grouped-posweight-final4-atc7defd2", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
@@ -341,24 +347,29 @@ def student_table() -> str:
                               "17x / 31x)")
 
 
+def transfer_row(seen: dict, left: dict) -> dict:
+    """One source's row from two fidelity suites on its held-out sentences: a student trained with the source
+    (`seen`) and the same recipe without it (`left`); the target is NA@10 within 0.05."""
+    gap = seen["student"]["neighbour_agreement@10"] - left["student"]["neighbour_agreement@10"]
+    return {"texts": left["_n_texts"],
+            "trained on: final_cosine": seen["student"]["final_cosine"],
+            "left out: final_cosine": left["student"]["final_cosine"],
+            "trained on: NA@10": seen["student"]["neighbour_agreement@10"],
+            "left out: NA@10": left["student"]["neighbour_agreement@10"],
+            "NA@10 lost": gap, "within 0.05": "met" if gap <= 0.05 else "missed",
+            "one token late: NA@10": left["one token late"]["neighbour_agreement@10"]}
+
+
 def transfer_table() -> str:
     """Leave one source out (transfer.sh): on each source's held-out sentences, the quick-preset student that
-    never saw the source beside the one trained on the same draw with it; the target is NA@10 within 0.05."""
+    never saw the source beside the one trained on the same draw with it."""
     rows = {}
     for path in sorted(RESULTS.glob("transfer-left-out-*.json")):
         source = path.stem[len("transfer-left-out-"):]
         left, seen = load(path.stem)["suites"]["fidelity"], load(f"transfer-trained-on-{source}")
         if not seen:
             continue
-        seen = seen["suites"]["fidelity"]
-        gap = seen["student"]["neighbour_agreement@10"] - left["student"]["neighbour_agreement@10"]
-        rows[source] = {"texts": left["_n_texts"],
-                        "trained on: final_cosine": seen["student"]["final_cosine"],
-                        "left out: final_cosine": left["student"]["final_cosine"],
-                        "trained on: NA@10": seen["student"]["neighbour_agreement@10"],
-                        "left out: NA@10": left["student"]["neighbour_agreement@10"],
-                        "NA@10 lost": gap, "within 0.05": "met" if gap <= 0.05 else "missed",
-                        "one token late: NA@10": left["one token late"]["neighbour_agreement@10"]}
+        rows[source] = transfer_row(seen["suites"]["fidelity"], left)
         released = load(f"transfer-released-{source}")
         if released:  # release.sh's student: the corpus's first 200,000 rows, which hold some sources only
             by_source = released["distill"].get("train_texts_by_source")
@@ -369,6 +380,24 @@ def transfer_table() -> str:
     return format_table(rows, "Leave one source out (transfer.sh): the quick preset on 12,000 texts drawn across "
                               "sources, with and without one source, scored on that source's held-out "
                               "sentences; and the released student on the same sentences") if rows else ""
+
+
+# (source, a student.sh row trained on every source, the same recipe without the source): both scored on the
+# source's held-out sentences by student.sh's on_source (results student-<row>-on-<source>.json).
+STUDENT_TRANSFER = (("dict-foldoc", "tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861",
+                     "tova-l6-sampled150k-stride3-open3-no-foldoc-lr3e-4-grouped-posweight-final4-atc7defd2"),)
+
+
+def student_transfer_table() -> str:
+    """Leave one source out for the inherited student (student.sh): issue 19's left-out source target."""
+    rows = {}
+    for source, seen, left in STUDENT_TRANSFER:
+        seen, left = load(f"student-{seen}-on-{source}"), load(f"student-{left}-on-{source}")
+        if seen and left:
+            rows[source] = transfer_row(seen["suites"]["fidelity"], left["suites"]["fidelity"])
+    return format_table(rows, "Leave one source out, inherited student (student.sh): the open-token 20-minute row "
+                              "(150,000 texts at --stride 3) and the same draw less the source's texts, scored on "
+                              "that source's held-out sentences") if rows else ""
 
 
 def main():
@@ -454,7 +483,7 @@ def main():
                                       "temperature 0.05)"))
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
-                           transfer_table()) if t)
+                           transfer_table(), student_transfer_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown
