@@ -35,9 +35,7 @@ MARKS = (("        float sx = quantize_u8(x, H, q);\n        gemv(p->w_qkv", "TI
          ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed", "TIC(d)\n"),
          ("    gelu(up, n * I);", "TOC(d, 3) TIC(e)\n"),
          ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up", "TOC(e, 4) TIC(f)\n"),
-         ("    for (int j = 0; j < n; ++j) {\n        float *xj = x + (int64_t)j * H;\n"
-          "        for (int k = 0; k < H; ++k) xj[k] += tmp[(int64_t)j * H + k];\n        layer_norm(xj, p->norm2_w",
-          "TOC(f, 5)\n"))
+         ("    add_norm(x, tmp, n, H, p->norm2_w", "TOC(f, 5)\n"))
 
 
 def instrumented(folder: Path) -> ctypes.CDLL:

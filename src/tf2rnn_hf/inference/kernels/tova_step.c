@@ -113,6 +113,15 @@ static void attend(const float *qv, const float *const *kp, const float *const *
     }
 }
 
+/* x[j] = layer_norm(x[j] + delta[j]) for n rows of H: a residual and its post-norm. */
+static void add_norm(float *x, const float *delta, int n, int H, const float *w, const float *b, float eps) {
+    for (int j = 0; j < n; ++j) {
+        float *xj = x + (int64_t)j * H;
+        for (int k = 0; k < H; ++k) xj[k] += delta[(int64_t)j * H + k];
+        layer_norm(xj, w, b, H, eps);
+    }
+}
+
 /* The rest of a layer after its attention, in place on n tokens' x [n, H] (their attention mixes `mixed` [n, H]):
  * int8 output projection, residual, attention_norm, int8 feed-forward (GELU), residual, output_norm, each
  * projection one gemv_batch over the n tokens. `q` holds n * max(H, I) bytes, tmp [n, H] and up [n, I] are scratch. */
@@ -123,22 +132,14 @@ static void finish_layer(const tf2rnn_tova_params *p, int l, int n, float *x, co
     float sc[n];
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed + (int64_t)j * H, H, q + (int64_t)j * H);
     gemv_batch(p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sc, n, H, H, tmp);
-    for (int j = 0; j < n; ++j) {
-        float *xj = x + (int64_t)j * H;
-        for (int k = 0; k < H; ++k) xj[k] += tmp[(int64_t)j * H + k];
-        layer_norm(xj, p->norm1_w + l * H, p->norm1_b + l * H, H, p->eps);
-        sc[j] = quantize_u8(xj, H, q + (int64_t)j * H);
-    }
+    add_norm(x, tmp, n, H, p->norm1_w + l * H, p->norm1_b + l * H, p->eps);
+    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
     gemv_batch(p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I, p->b_up + (int64_t)l * I,
                q, sc, n, I, H, up);
     gelu(up, n * I);
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up + (int64_t)j * I, I, q + (int64_t)j * I);
     gemv_batch(p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, sc, n, H, I, tmp);
-    for (int j = 0; j < n; ++j) {
-        float *xj = x + (int64_t)j * H;
-        for (int k = 0; k < H; ++k) xj[k] += tmp[(int64_t)j * H + k];
-        layer_norm(xj, p->norm2_w + l * H, p->norm2_b + l * H, H, p->eps);
-    }
+    add_norm(x, tmp, n, H, p->norm2_w + l * H, p->norm2_b + l * H, p->eps);
 }
 
 /* tsum/seen: the model's running token sum and tokens seen including this one (used with `residual`). */
