@@ -366,3 +366,8 @@ train tova-l6-sampled150k-stride3-open6-lr3e-4-grouped-posweight-final4-atc7defd
   --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
   outputs/student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861 \
   outputs/student-tova-l6-sampled150k-stride3-open6-lr3e-4-grouped-posweight-final4-atc7defd2
+# Six open tokens for the 90-minute recipe's 45 minutes (the 20-minute row above beat the three-token 45-minute card
+# student at 0.42 epochs), against the card student (...-open3-45-...-ated37f861).
+train tova-l6-sampled150k-stride3-open6-45-lr3e-4-grouped-posweight-final4-at51e0747 --max_train_texts 150000 \
+  --train_sample_seed 0 --stride 3 --open_tokens 6 --train_minutes 45 --learning_rate 3e-4 \
+  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
