@@ -235,6 +235,9 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("the 20-min open-token row less FOLDOC's texts (--exclude_sources dict-foldoc; a slow host phase)",
              "student-tova-l6-sampled150k-stride3-open3-no-foldoc-lr3e-4-grouped-posweight-final4-atc7defd2-eval",
              "student-tova-l6-sampled150k-stride3-open3-no-foldoc-lr3e-4-grouped-posweight-final4-atc7defd2", False),
+            ("the 20-min open-token row less fortunes' texts (--exclude_sources fortunes; a slow host phase)",
+             "student-tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-final4-atfb4b852-eval",
+             "student-tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-final4-atfb4b852", False),
             ("150,000 texts at --stride 3, 20 min, the newest six tokens open (--open_tokens 6)",
              "student-tova-l6-sampled150k-stride3-open6-lr3e-4-grouped-posweight-final4-atc7defd2-eval",
              "student-tova-l6-sampled150k-stride3-open6-lr3e-4-grouped-posweight-final4-atc7defd2", False),
@@ -388,7 +391,9 @@ def transfer_table() -> str:
 # (source, a student.sh row trained on every source, the same recipe without the source): both scored on the
 # source's held-out sentences by student.sh's on_source (results student-<row>-on-<source>.json).
 STUDENT_TRANSFER = (("dict-foldoc", "tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861",
-                     "tova-l6-sampled150k-stride3-open3-no-foldoc-lr3e-4-grouped-posweight-final4-atc7defd2"),)
+                     "tova-l6-sampled150k-stride3-open3-no-foldoc-lr3e-4-grouped-posweight-final4-atc7defd2"),
+                    ("fortunes", "tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861",
+                     "tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-final4-atfb4b852"))
 
 
 def student_transfer_table() -> str:
