@@ -28,10 +28,10 @@ from run import summary, timed  # noqa: E402
 KERNELS = Path(__file__).resolve().parents[2] / "src" / "tf2rnn_hf" / "inference" / "kernels"
 SECTIONS = ("qkv gemv", "attention", "eviction + state copy", "out gemv + norm + up gemv", "gelu", "down gemv")
 # (text to find, what goes before it): a counter starts (TIC) or stops (TOC) there.
-MARKS = (("        float sx = quantize_u8(x, H, q);\n        gemv(p->w_qkv", "TIC(a) "),
+MARKS = (("        float sx = quantize_u8(x, H, q);\n        gemv_split(two, p->w_qkv", "TIC(a) "),
          ("        const float *qv = qkv,", "TOC(a, 0) TIC(b)\n"),
          ("        /* TOVA: a full cache", "TOC(b, 1) TIC(c)\n"),
-         ("        finish_layer(p, l, 1, x, mixed, q, tmp, up);", "TOC(c, 2)\n"),
+         ("        finish_layer(p, two, l, 1, x, mixed, q, tmp, up);", "TOC(c, 2)\n"),
          ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed", "TIC(d)\n"),
          ("    gelu(up, n * I);", "TOC(d, 3) TIC(e)\n"),
          ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up", "TOC(e, 4) TIC(f)\n"),
@@ -47,8 +47,9 @@ def instrumented(folder: Path) -> ctypes.CDLL:
             raise SystemExit(f"tova_step.c changed: cannot place a counter before {anchor.strip()!r}")
         src = src.replace(anchor, mark + anchor)
     (folder / "tova_step.c").write_text(src)
-    shutil.copy(KERNELS / "int8.h", folder / "int8.h")
-    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", str(folder / "tova_step.c"), "-o",
+    for header in ("int8.h", "pool.h"):
+        shutil.copy(KERNELS / header, folder / header)
+    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", "-pthread", str(folder / "tova_step.c"), "-o",
                     str(folder / "libprobe.so"), "-lm"], check=True)
     return ctypes.CDLL(str(folder / "libprobe.so"))
 
@@ -63,8 +64,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--tokens", default="16,64,200")
+    parser.add_argument("--threads", type=int, default=1, help="1, or 2: the step's products split with a helper")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     model = TF2RNNModel.from_pretrained(args.model).eval()
     kernel = step_kernel_for(model)
     if kernel is None or model.config.cell_type != "tova_attention":
@@ -73,6 +75,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
         probe = instrumented(Path(folder))
         probe.tf2rnn_tova_step.argtypes, probe.tf2rnn_tova_step.restype = step.argtypes, None
+        probe.tf2rnn_set_threads(args.threads)
         counters = (ctypes.c_ulonglong * 8).in_dll(probe, "T")
         for n in map(int, args.tokens.split(",")):
             state = model.init_state(1)

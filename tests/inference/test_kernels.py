@@ -2,6 +2,8 @@
 PyTorch, follows the fp32 model step by step, the streaming encoders use it for single streams (edits
 included), and without a compiler everything falls back to PyTorch."""
 
+import multiprocessing
+
 import pytest
 import torch
 
@@ -242,3 +244,55 @@ def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeyp
             assert torch.equal(encoder.embedding, from_scratch(text)), (max_checkpoints, text)
         if max_checkpoints is None:
             assert not built  # every move of the live cache was in place
+
+
+def _keystrokes(step: Int8TOVAStep, model: TF2RNNModel, tokens, threads: int):
+    """The embeddings [len(tokens), O] and the last state of typing `tokens` through `step` on `threads`."""
+    torch.set_num_threads(threads)
+    state, embeddings = model.init_state(1), []
+    for token in tokens:
+        emb, state = step(token, state)
+        embeddings.append(emb)
+    return torch.cat(embeddings), state
+
+
+# 100 and 128 wide: gemv_rows' scalar and vectorised rows, split at a multiple of four that is not one of eight
+# (100 -> 48); 40 tokens through 6 slots: evictions, and with open tokens blocks committing.
+@torch.no_grad()
+@pytest.mark.parametrize("hidden,open_tokens", [(128, 1), (100, 1), (128, 3), (100, 3)])
+def test_two_threads_give_the_one_thread_keystroke_bit_for_bit(hidden, open_tokens):
+    model = _tova(hidden, False, pooling_position_exponent=1.0, open_tokens=open_tokens)
+    step, tokens, threads = Int8TOVAStep(model), torch.randint(0, 300, (40,)).tolist(), torch.get_num_threads()
+    try:
+        before = step.lib.tf2rnn_helper_tasks()
+        one = _keystrokes(step, model, tokens, 1)
+        assert step.lib.tf2rnn_helper_tasks() == before  # one thread: the helper is not asked
+        two = _keystrokes(step, model, tokens, 2)
+        assert step.lib.tf2rnn_helper_tasks() > before  # two: it ran half of the products
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one[0], two[0])
+    assert all(torch.equal(a, b) for a, b in zip(one[1]._tensors(), two[1]._tensors()))
+
+
+@torch.no_grad()
+def test_a_forked_process_types_on_two_threads():
+    # A process forked after the helper thread started has no helper: it must start its own, not wait forever on
+    # the parent's (a server that loads the model, then forks its workers).
+    model = _tova(128, False, open_tokens=3)
+    step, tokens, threads = Int8TOVAStep(model), torch.randint(0, 300, (12,)).tolist(), torch.get_num_threads()
+    try:
+        expected = _keystrokes(step, model, tokens, 2)[0]
+        context = multiprocessing.get_context("fork")
+        results = context.Queue()
+        child = context.Process(target=lambda: results.put(_keystrokes(step, model, tokens, 2)[0].tolist()))
+        child.start()
+        child.join(120)
+        hung = child.is_alive()
+        if hung:
+            child.kill()
+    finally:
+        torch.set_num_threads(threads)
+    assert not hung, "the forked child's keystroke never returned (waiting on the parent's helper thread)"
+    assert child.exitcode == 0
+    assert torch.equal(torch.tensor(results.get(timeout=10)), expected)

@@ -5,7 +5,9 @@ At batch 1, PyTorch spends most of a step dispatching small ops (a GRU keystroke
 six-layer student's is ~40 per layer: projections, attention, eviction, norms, the state's tensors);
 the arithmetic is a few int8 matrix-vector products. This module compiles each whole step into one C
 function (once per machine, cached under the tf2rnn cache folder, with `-march=native` so it uses the
-CPU's vector dot products) and calls it through ctypes.
+CPU's vector dot products) and calls it through ctypes. Where torch may use two threads or more, a
+`tova_attention` keystroke splits its products (rows of each matrix, heads of each attention) with one helper
+thread (`pool.h`); it computes the same bytes on one.
 
 `quantize_int8` attaches the one that covers the model (`step_kernel_for`) as its `step_kernel`:
 `model.step` then runs single rows here and batches through PyTorch's int8 modules. Needs a C compiler
@@ -34,7 +36,7 @@ from ...utils import cpu_flags, default_cache_dir
 
 logger = logging.getLogger(__name__)
 SOURCES = [Path(__file__).parent / name for name in ("gru_step.c", "tova_step.c")]
-HEADERS = [Path(__file__).parent / "int8.h"]
+HEADERS = [Path(__file__).parent / name for name in ("int8.h", "pool.h")]
 
 
 class _Params(ctypes.Structure):
@@ -73,7 +75,7 @@ def load_library() -> Optional[ctypes.CDLL]:
             return None
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_suffix(f".{os.getpid()}.tmp")
-        cmd = [cc, "-O3", "-march=native", "-shared", "-fPIC", *map(str, SOURCES), "-o", str(tmp), "-lm"]
+        cmd = [cc, "-O3", "-march=native", "-shared", "-fPIC", "-pthread", *map(str, SOURCES), "-o", str(tmp), "-lm"]
         build = subprocess.run(cmd, capture_output=True, text=True)
         if build.returncode != 0:
             logger.warning("Building the fused keystroke kernel failed (%s); int8 keystrokes run through "
@@ -85,6 +87,8 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_gru_step.argtypes = [ctypes.POINTER(_Params), ctypes.c_int64] + [ctypes.c_void_p] * 6
     lib.tf2rnn_tova_step.restype = None
     lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 9
+    lib.tf2rnn_set_threads.restype = None
+    lib.tf2rnn_set_threads.argtypes = [ctypes.c_int]
     lib.tf2rnn_tova_open_step.restype = None
     lib.tf2rnn_tova_open_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32] + [
         ctypes.c_void_p] * 9
@@ -101,6 +105,18 @@ def quantize_rows(weight: torch.Tensor):
 
 def _fp32(t: torch.Tensor) -> torch.Tensor:
     return t.detach().float().contiguous()
+
+
+_threads_set = [0]  # what the library was last told (tf2rnn_set_threads is a process-wide setting)
+
+
+def _follow_torch_threads(lib: ctypes.CDLL) -> None:
+    """A `tova_attention` keystroke splits its products over two threads where torch may use two or more
+    (`torch.set_num_threads(1)` keeps it on one); the result is the same either way."""
+    threads = torch.get_num_threads()
+    if threads != _threads_set[0]:
+        lib.tf2rnn_set_threads(threads)
+        _threads_set[0] = threads
 
 
 class _FusedStep:
@@ -247,6 +263,7 @@ class Int8TOVAStep(_FusedStep):
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # written only then
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
+        _follow_torch_threads(self.lib)
         # Open tokens commit a block of rows every `open` steps (tf2rnn_tova_open_step), a causal step one row.
         step, first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
             (self.lib.tf2rnn_tova_step, ())

@@ -35,16 +35,17 @@ static int32_t dot_u8s8(const uint8_t *x, const int8_t *w, int n) {
 }
 
 /* y[v, i] = s[i] * sx[v] * (sum_j w[i,j] * (xu[v, j] - 128)) + b[i] for n activation vectors xu [n, cols] against
- * the same weights (y [n, rows]). Each block of four rows is read once and then, from L1, serves every vector:
+ * the same weights (y [n, rows]), rows i0 <= i < i1 (i0 a multiple of four, so that two threads can share one
+ * product). Each block of four rows is read once and then, from L1, serves every vector:
  * reading the six layers' 10.6 MB again per open token cost an open-token step about a quarter of its time (3.46 ->
  * 2.57 ms with this, experiments.md, session 25). */
-static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
-                       const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
-    int i = 0;
+static void gemv_rows(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+                      const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y, int i0, int i1) {
+    int i = i0;
 #if defined(__AVX512F__) && defined(__AVX512VNNI__)
     /* Four rows at a time: one row's chain of dependent dot products leaves the unit idle for its latency. */
     if (cols % 64 == 0) {
-        for (; i + 4 <= rows; i += 4) {
+        for (; i + 4 <= i1; i += 4) {
             const int8_t *w0 = w + (int64_t)i * cols;
             for (int v = 0; v < n; ++v) {
                 const uint8_t *xv0 = xu + (int64_t)v * cols;
@@ -79,7 +80,7 @@ static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, c
         const __m256i ones = _mm256_set1_epi16(1);
 #define TF2RNN_DOT32(acc, wp) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(av, \
         _mm256_sign_epi8(_mm256_loadu_si256((const __m256i *)(wp)), xv)), ones))
-        for (; i + 4 <= rows; i += 4) {
+        for (; i + 4 <= i1; i += 4) {
             const int8_t *w0 = w + (int64_t)i * cols;
             for (int v = 0; v < n; ++v) {
                 const int8_t *xs0 = xs + (int64_t)v * cols;
@@ -106,11 +107,16 @@ static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, c
 #undef TF2RNN_DOT32
     }
 #endif
-    for (; i < rows; ++i)
+    for (; i < i1; ++i)
         for (int v = 0; v < n; ++v) {
             int32_t acc = dot_u8s8(xu + (int64_t)v * cols, w + (int64_t)i * cols, cols) - 128 * rowsum[i];
             y[(int64_t)v * rows + i] = (float)acc * s[i] * sx[v] + b[i];
         }
+}
+
+static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+                       const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
+    gemv_rows(w, s, rowsum, b, xu, sx, n, rows, cols, y, 0, rows);
 }
 
 /* One activation vector: y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i]. */

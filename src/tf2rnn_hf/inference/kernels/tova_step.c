@@ -12,11 +12,12 @@
  * step never copies the cache (the streaming encoder keeps states as rows over the state they stepped from).
  * With `out`'s keys and values aliasing `in`'s (a cache changed in place) and `replaced` ([L, 2, H]) given, the
  * rows the step overwrites are written there first, so the caller can undo the step.
- * Buffers are caller-owned; nothing here allocates.
+ * Buffers are caller-owned; nothing here allocates (but for pool.h's helper thread, started once).
  */
 #include <string.h>
 
 #include "int8.h"
+#include "pool.h"
 
 typedef struct {
     int32_t H, L, heads, S, P, I, O, residual, weighted;
@@ -79,15 +80,15 @@ static void gelu(float *u, int n) {
     for (; k < n; ++k) u[k] = 0.5f * u[k] * (1.f + erff(u[k] * 0.70710678118654752f));
 }
 
-/* One query's softmax attention over n entries (keys kp[e], values vp[e]), head by head: the weights into
+/* One query's softmax attention over n entries (keys kp[e], values vp[e]) for heads h0 <= h < h1: the weights into
  * w[h * stride + e], the mix into mixed [H]. Scores entry by entry for every head: the dot products over a
  * head's D lanes run in 8 partial sums the compiler vectorises (a single running sum is a serial chain it may
  * not reorder). */
-static void attend(const float *qv, const float *const *kp, const float *const *vp, int n, int heads, int D,
+static void attend(const float *qv, const float *const *kp, const float *const *vp, int n, int h0, int h1, int D,
                    float scale, float *w, int stride, float *mixed) {
     for (int e = 0; e < n; ++e) {
         const float *kk = kp[e];
-        for (int h = 0; h < heads; ++h) {
+        for (int h = h0; h < h1; ++h) {
             const float *a = qv + h * D, *b = kk + h * D;
             float part[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f}, dot = 0.f;
             int d = 0;
@@ -98,7 +99,7 @@ static void attend(const float *qv, const float *const *kp, const float *const *
             w[h * stride + e] = dot * scale;
         }
     }
-    for (int h = 0; h < heads; ++h) {
+    for (int h = h0; h < h1; ++h) {
         float *wh = w + h * stride, m = -INFINITY, sum = 0.f;
         for (int e = 0; e < n; ++e) m = fmaxf(m, wh[e]);
         for (int e = 0; e < n; ++e) { wh[e] = expf(wh[e] - m); sum += wh[e]; }
@@ -122,23 +123,63 @@ static void add_norm(float *x, const float *delta, int n, int H, const float *w,
     }
 }
 
+/* gemv_batch and attention split between this thread and pool.h's helper: by rows, and by heads. */
+typedef struct {
+    const int8_t *w; const float *s; const int32_t *rowsum; const float *b; const uint8_t *xu; const float *sx;
+    int n, rows, cols; float *y;
+} gemv_job;
+
+static void gemv_part(void *ctx, int part, int parts) {
+    const gemv_job *j = ctx;
+    const int mid = parts == 1 ? j->rows : j->rows / 8 * 4;  /* a multiple of four: gemv_rows' blocks stay whole */
+    gemv_rows(j->w, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
+              part ? j->rows : mid);
+}
+
+static void gemv_split(int two, const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+                       const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
+    gemv_job j = {w, s, rowsum, b, xu, sx, n, rows, cols, y};
+    run_split(two, gemv_part, &j);
+}
+
+/* r queries (q [r, 3H], their Q first) over the same n entries: weights into w [r, heads, stride], mixes [r, H]. */
+typedef struct {
+    const float *q; const float *const *kp; const float *const *vp; int r, n, heads, D, H, stride; float scale;
+    float *w, *mixed;
+} attend_job;
+
+static void attend_part(void *ctx, int part, int parts) {
+    const attend_job *a = ctx;
+    const int h0 = part * a->heads / parts, h1 = (part + 1) * a->heads / parts;
+    for (int j = 0; j < a->r; ++j)
+        attend(a->q + (int64_t)j * 3 * a->H, a->kp, a->vp, a->n, h0, h1, a->D, a->scale,
+               a->w + (int64_t)j * a->heads * a->stride, a->stride, a->mixed + (int64_t)j * a->H);
+}
+
+static void attend_split(int two, const float *q, const float *const *kp, const float *const *vp, int r, int n,
+                         int heads, int D, float scale, float *w, int stride, float *mixed) {
+    attend_job a = {q, kp, vp, r, n, heads, D, heads * D, stride, scale, w, mixed};
+    run_split(two, attend_part, &a);
+}
+
 /* The rest of a layer after its attention, in place on n tokens' x [n, H] (their attention mixes `mixed` [n, H]):
  * int8 output projection, residual, attention_norm, int8 feed-forward (GELU), residual, output_norm, each
  * projection one gemv_batch over the n tokens. `q` holds n * max(H, I) bytes, tmp [n, H] and up [n, I] are scratch. */
-static void finish_layer(const tf2rnn_tova_params *p, int l, int n, float *x, const float *mixed, uint8_t *q,
-                         float *tmp, float *up) {
+static void finish_layer(const tf2rnn_tova_params *p, int two, int l, int n, float *x, const float *mixed,
+                         uint8_t *q, float *tmp, float *up) {
     const int H = p->H, I = p->I;
     const int64_t HH = (int64_t)H * H, IH = (int64_t)I * H;
     float sc[n];
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed + (int64_t)j * H, H, q + (int64_t)j * H);
-    gemv_batch(p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sc, n, H, H, tmp);
+    gemv_split(two, p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sc, n, H, H, tmp);
     add_norm(x, tmp, n, H, p->norm1_w + l * H, p->norm1_b + l * H, p->eps);
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-    gemv_batch(p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I, p->b_up + (int64_t)l * I,
-               q, sc, n, I, H, up);
+    gemv_split(two, p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I,
+               p->b_up + (int64_t)l * I, q, sc, n, I, H, up);
     gelu(up, n * I);
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up + (int64_t)j * I, I, q + (int64_t)j * I);
-    gemv_batch(p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, sc, n, H, I, tmp);
+    gemv_split(two, p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, sc, n, H, I,
+               tmp);
     add_norm(x, tmp, n, H, p->norm2_w + l * H, p->norm2_b + l * H, p->eps);
 }
 
@@ -155,6 +196,7 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
     int slot_of[S + 2];
     uint8_t q[I > H ? I : H];
 
+    const int two = pool_claim();
     long pos = (long)count + 1;
     if (pos > p->P - 1) pos = p->P - 1;
     const float *tok = p->table + token * H, *posv = p->position + pos * H;
@@ -166,8 +208,8 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
         float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
         const int64_t HH = (int64_t)H * H;
         float sx = quantize_u8(x, H, q);
-        gemv(p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sx,
-             3 * H, H, qkv);
+        gemv_split(two, p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q,
+                   &sx, 1, 3 * H, H, qkv);
         const float *qv = qkv, *kv = qkv + H, *vv = qkv + 2 * H;
         const float *sk = p->sink_key + (int64_t)l * H, *sv = p->sink_value + (int64_t)l * H;
         /* What the query attends to: the sink, the filled slots, itself (unfilled slots weigh 0: skipped). */
@@ -179,7 +221,7 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
             ++used;
         }
         kp[n] = kv; vp[n] = vv; slot_of[n++] = S;
-        attend(qv, kp, vp, n, heads, D, scale, w, S + 2, mixed);
+        attend_split(two, qv, kp, vp, 1, n, heads, D, scale, w, S + 2, mixed);
         /* TOVA: a full cache drops the slot the current query weighs least (averaged over heads). */
         int target = used < S ? used : S - 1;
         if (used >= S) {
@@ -221,7 +263,7 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
         }
         fill_out[target] = 1.f;
 
-        finish_layer(p, l, 1, x, mixed, q, tmp, up);
+        finish_layer(p, two, l, 1, x, mixed, q, tmp, up);
     }
 
     /* Running (weighted) mean of the top layer with the sink's output (the zero state has seen nothing; the
@@ -236,6 +278,7 @@ void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *
     }
     if (p->weighted) out[3 * p->L][0] = total + weight;
     out[tail][0] = count + 1.f;
+    pool_release(two);
 
     readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual, tok, tsum, seen, tsum_out,
                       q, emb);
@@ -264,6 +307,7 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
     int slot_of[S + W + 1];
     uint8_t q[W * (I > H ? I : H)];
 
+    const int two = pool_claim();
     const float *tok = p->table + token * H;
     for (int j = 0; j < r; ++j) {
         const float *v = j < r0 ? held + (int64_t)j * H : tok;
@@ -279,8 +323,8 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
         float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
         const int64_t HH = (int64_t)H * H;
         for (int j = 0; j < r; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-        gemv_batch(p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sc,
-                   r, 3 * H, H, qkv);
+        gemv_split(two, p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q,
+                   sc, r, 3 * H, H, qkv);
         int n = 0;
         kp[n] = p->sink_key + (int64_t)l * H; vp[n] = p->sink_value + (int64_t)l * H; slot_of[n++] = -1;
         for (int s = 0; s < S; ++s) {
@@ -291,10 +335,8 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
         for (int j = 0; j < r; ++j) {
             kp[n] = qkv + (int64_t)j * 3 * H + H; vp[n] = qkv + (int64_t)j * 3 * H + 2 * H; slot_of[n++] = S + j;
         }
-        for (int j = 0; j < r; ++j)
-            attend(qkv + (int64_t)j * 3 * H, kp, vp, n, heads, D, scale, w + (int64_t)j * heads * stride, stride,
-                   mixed + (int64_t)j * H);
-        finish_layer(p, l, r, x, mixed, q, tmp, up);
+        attend_split(two, qkv, kp, vp, r, n, heads, D, scale, w, stride, mixed);
+        finish_layer(p, two, l, r, x, mixed, q, tmp, up);
         if (keys_out != NULL && keys_out != keys) {
             memcpy(keys_out, keys, sizeof(float) * (size_t)S * H);
             memcpy(values_out, values, sizeof(float) * (size_t)S * H);
@@ -361,6 +403,7 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
     if (p->weighted) out[3 * L + 2][0] = commit ? total + added : stored;
     out[tail][0] = commit ? count + (float)W : count;
     memcpy(out[tail + 1], commit ? mean : pooled, sizeof(float) * H);
+    pool_release(two);
 
     readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, mean, H, O, p->residual, tok, tsum, seen, tsum_out, q, emb);
 }
