@@ -380,3 +380,9 @@ train tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-fin
   --exclude_sources fortunes
 on_source tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861 fortunes
 on_source tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-final4-atfb4b852 fortunes
+# The keystroke on two threads (pool.h: products split by rows, attention by heads, with one helper): the
+# benchmark's 1t and 2t student settings now differ in the kernel too. The causal, three- and six-token card rows.
+[ -f "$OUT/student-speed-v17.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v17.json" \
+  --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
+  outputs/student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861 \
+  outputs/student-tova-l6-sampled150k-stride3-open6-45-lr3e-4-grouped-posweight-final4-at51e0747
