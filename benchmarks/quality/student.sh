@@ -386,3 +386,9 @@ on_source tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight
   --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
   outputs/student-tova-l6-sampled150k-stride3-open3-45-lr3e-4-grouped-posweight-final4-ated37f861 \
   outputs/student-tova-l6-sampled150k-stride3-open6-45-lr3e-4-grouped-posweight-final4-at51e0747
+# Eight open tokens (the untrained teacher with its newest eight-token block open: NA@10 0.673 against six's 0.621,
+# benchmarks/probes/results/block-causal.json) at the 20-minute row's texts and minutes, against
+# ...-open6-lr3e-4-...-atc7defd2 (0.977 / 0.778): does the wider block keep paying at fewer samples per minute?
+train tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atac4a30e --max_train_texts 150000 \
+  --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
+  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
