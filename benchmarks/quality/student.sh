@@ -392,3 +392,8 @@ on_source tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight
 train tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atac4a30e --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# What eight open tokens cost per keystroke, beside the card student (six, 45 minutes) and the causal row.
+[ -f "$OUT/student-speed-v18.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v18.json" \
+  --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
+  outputs/student-tova-l6-sampled150k-stride3-open6-45-lr3e-4-grouped-posweight-final4-at51e0747 \
+  outputs/student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atac4a30e
