@@ -1,6 +1,7 @@
 """The fused int8 keystrokes (one-layer GRU, tova_attention): each computes its int8 arithmetic written in
 PyTorch, follows the fp32 model step by step, the streaming encoders use it for single streams (edits
-included), and without a compiler everything falls back to PyTorch."""
+included), two threads compute what one does (forked processes included), and without a compiler everything falls
+back to PyTorch."""
 
 import multiprocessing
 
