@@ -14,6 +14,7 @@ weights' values).
 
 import argparse
 import gc
+import itertools
 import json
 import os
 import platform
@@ -63,6 +64,16 @@ def text_of_tokens(tokenizer, n_tokens: int) -> str:
 STUDENT_BLOCK = 25  # keystrokes per block between teacher calls
 
 
+def aligned_keystroker(model, tokenizer, n_tokens: int):
+    """`keystroker` at an n-token prefix, for a student with W open tokens taking turns over the W streams of n ..
+    n + W - 1 tokens: a keystroke's cost depends on how many open tokens precede the typed word (at one prefix
+    length a six-token student always held four and an eight-token one none), so each alignment counts alike."""
+    width = getattr(getattr(model, "config", None), "open_tokens", 1)
+    keys = [keystroker(model, tokenizer, text_of_tokens(tokenizer, n_tokens + k)) for k in range(width)]
+    turn = itertools.count()
+    return lambda: keys[next(turn) % width]()
+
+
 def keystroker(model, tokenizer, prefix: str):
     """A function that types one character into a stream holding `prefix` (a word kept short by deletes)."""
     enc = StreamingEncoder(model, tokenizer)
@@ -91,7 +102,7 @@ def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=
         row = {"prefix_tokens": n}
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            keys = {name: keystroker(model, tokenizer, prefix) for name, model in models.items()}
+            keys = {name: aligned_keystroker(model, tokenizer, n) for name, model in models.items()}
             samples = {}
             for _ in range(repeat):
                 for bf16 in (False, True):

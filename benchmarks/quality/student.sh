@@ -397,3 +397,9 @@ train tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atac4a30
   --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
   outputs/student-tova-l6-sampled150k-stride3-open6-45-lr3e-4-grouped-posweight-final4-at51e0747 \
   outputs/student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atac4a30e
+# The same three after run.py's keystrokes take turns over the W block alignments of an open-token student (v18
+# timed six tokens with four open before the typed word and eight with none).
+[ -f "$OUT/student-speed-v19.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v19.json" \
+  --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
+  outputs/student-tova-l6-sampled150k-stride3-open6-45-lr3e-4-grouped-posweight-final4-at51e0747 \
+  outputs/student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atac4a30e
