@@ -69,9 +69,9 @@ def aligned_keystroker(model, tokenizer, n_tokens: int):
     n + W - 1 tokens: a keystroke's cost depends on how many open tokens precede the typed word (at one prefix
     length a six-token student always held four and an eight-token one none), so each alignment counts alike."""
     width = getattr(getattr(model, "config", None), "open_tokens", 1)
-    keys = [keystroker(model, tokenizer, text_of_tokens(tokenizer, n_tokens + k)) for k in range(width)]
-    turn = itertools.count()
-    return lambda: keys[next(turn) % width]()
+    turns = itertools.cycle([keystroker(model, tokenizer, text_of_tokens(tokenizer, n_tokens + k))
+                             for k in range(width)])
+    return lambda: next(turns)()
 
 
 def keystroker(model, tokenizer, prefix: str):
