@@ -408,3 +408,9 @@ train tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atac4a30
 train tova-l6-sampled150k-stride3-open8-45-lr3e-4-grouped-posweight-final4-at62e9228 --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 45 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# The cost side of the 45-minute eight-token student beside the six-token card student and the causal row, every
+# block alignment taking turns (as v19).
+[ -f "$OUT/student-speed-v20.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v20.json" \
+  --compare outputs/student-tova-l6-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-atd993c24 \
+  outputs/student-tova-l6-sampled150k-stride3-open6-45-lr3e-4-grouped-posweight-final4-at51e0747 \
+  outputs/student-tova-l6-sampled150k-stride3-open8-45-lr3e-4-grouped-posweight-final4-at62e9228
