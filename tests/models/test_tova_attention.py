@@ -159,6 +159,32 @@ def test_a_full_cache_drops_the_slot_the_query_weighs_least():
         assert after[2].tolist() == [[1.0, 1.0, 1.0]]
 
 
+def test_the_parallel_forms_fused_attention_equals_the_weighted_one():
+    """Training's parallel forms attend without weights (PyTorch's fused attention); a step reads the weights. Both
+    give the same layer output and gradients, for a cache, a padded row and queries that may see only the sink."""
+    model = tiny_model("tova_attention", num_hidden_layers=1)
+    layer = model.cell.layers[0]
+    torch.manual_seed(0)
+    b, s, t, h = 3, 5, 6, model.config.hidden_size
+    keys, values = torch.randn(b, s, h), torch.randn(b, s, h)
+    allowed = torch.rand(b, t, s + t) < 0.5
+    allowed[1, 2] = False  # a query that sees the sink alone
+    allowed[2, :, s + 3:] = False  # a padded row's steps
+    results = []
+    for need_weights in (True, False):
+        x = torch.randn(b, t, h, generator=torch.Generator().manual_seed(1), requires_grad=True)
+        out, k, v, weights = layer.attend(x, keys, values, allowed, need_weights=need_weights)
+        assert (weights is None) != need_weights
+        (out.square().sum() + k.sum() + v.sum()).backward()
+        grads = [x.grad] + [p.grad.clone() for p in layer.parameters()]
+        layer.zero_grad()
+        results.append((out.detach(), grads))
+    (out_w, grads_w), (out_f, grads_f) = results
+    assert (out_w - out_f).abs().max() < 1e-5
+    for a, c in zip(grads_w, grads_f):
+        assert (a - c).abs().max() < 1e-4 * max(1.0, float(a.abs().max()))
+
+
 @pytest.mark.parametrize("steps", [4, 13])
 def test_bidirectional_pooling_is_the_mean_of_attention_both_ways(steps):
     """The O(1) running sums give, after every step, what the O(n^2) definition gives over the whole prefix:

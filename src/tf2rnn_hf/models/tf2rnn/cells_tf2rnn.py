@@ -514,19 +514,25 @@ class _PostNormLayer(nn.Module):
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(*x.shape[:-1], self.heads, self.head_dim)
 
-    def attend(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, allowed: torch.Tensor
-               ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    def attend(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, allowed: torch.Tensor,
+               need_weights: bool = True) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
         """x [B, T, H] attends over [sink, `keys`/`values` [B, S, H], its own T steps] where `allowed`
         [B, T, S + T] says so (the sink always). Returns (layer output, this chunk's keys and values,
-        attention weights [B, heads, T, 1 + S + T])."""
+        attention weights [B, heads, T, 1 + S + T], or None with `need_weights=False`)."""
         b = x.shape[0]
         q, k, v = self._heads(self.query(x)), self.key(x), self.value(x)
         all_k = self._heads(torch.cat([self.sink_key.expand(b, 1, -1), keys, k], 1))
         all_v = self._heads(torch.cat([self.sink_value.expand(b, 1, -1), values, v], 1))
-        scores = torch.einsum("bthd,bshd->bhts", q, all_k) * self.scale
         allowed = torch.cat([allowed.new_ones(*allowed.shape[:2], 1), allowed], -1)
-        weights = torch.softmax(scores.masked_fill(~allowed[:, None], float("-inf")), dim=-1)
-        mixed = torch.einsum("bhts,bshd->bthd", weights, all_v).reshape(x.shape)
+        if need_weights:  # a step reads them (TOVA evicts by them)
+            scores = torch.einsum("bthd,bshd->bhts", q, all_k) * self.scale
+            weights = torch.softmax(scores.masked_fill(~allowed[:, None], float("-inf")), dim=-1)
+            mixed = torch.einsum("bhts,bshd->bthd", weights, all_v).reshape(x.shape)
+        else:  # the parallel forms read none: PyTorch's fused attention keeps no [B, heads, T, S] weights around
+            weights = None
+            mixed = F.scaled_dot_product_attention(q.transpose(1, 2), all_k.transpose(1, 2), all_v.transpose(1, 2),
+                                                   attn_mask=allowed[:, None], scale=self.scale)
+            mixed = mixed.transpose(1, 2).reshape(x.shape)
         x = self.attention_norm(x + self.out(mixed))
         x = self.output_norm(x + self.down(F.gelu(self.up(x))))
         return x, k, v, weights
@@ -724,14 +730,14 @@ class TOVAAttentionCell(TF2RNNCell):
         for i, layer in enumerate(self.layers):
             keys, values, fill = state[3 * i: 3 * i + 3]
             if empty:
-                x, k, v, _ = layer.attend(x, keys[:, :0], values[:, :0], allowed)
+                x, k, v, _ = layer.attend(x, keys[:, :0], values[:, :0], allowed, need_weights=False)
                 outputs.append(x)
                 if use_cache:  # training discards the cache; padding it out cost 634 -> 562 ms a step (B 64, T 16)
                     rows = new_fill[:, :cut, None]
                     new_state += [F.pad(k[:, :cut] * rows, (0, 0, 0, self.slots - cut)),
                                   F.pad(v[:, :cut] * rows, (0, 0, 0, self.slots - cut)), new_fill]
                 continue
-            x, k, v, _ = layer.attend(x, keys, values, allowed)
+            x, k, v, _ = layer.attend(x, keys, values, allowed, need_weights=False)
             outputs.append(x)
             new_state += [torch.where(written, torch.einsum("btk,bth->bkh", place, k), keys),
                           torch.where(written, torch.einsum("btk,bth->bkh", place, v), values),
@@ -788,7 +794,7 @@ class TOVAAttentionCell(TF2RNNCell):
         kept = (steps[None] < committed[:, None]).to(dtype)
         for i, layer in enumerate(self.layers):
             keys = state[3 * i]
-            x, k, v, _ = layer.attend(x, keys[:, :0], keys[:, :0], allowed)
+            x, k, v, _ = layer.attend(x, keys[:, :0], keys[:, :0], allowed, need_weights=False)
             outputs.append(x[:, :t])
             if use_cache:
                 pad = (0, 0, 0, self.slots - t)

@@ -1,0 +1,65 @@
+"""Where a CPU training step of a student goes: the free-running loss, backward and AdamW on three length-grouped
+batches of 64 from one cached trajectory shard (at its 30th, 60th and 90th length percentiles), timed, then once
+under torch.profiler. A probe that prints; experiments.md quotes it.
+
+    python benchmarks/probes/train_step.py outputs/STUDENT ~/.cache/tf2rnn_hf/trajectories/token-.../shards/SHARD
+"""
+
+import argparse
+import time
+
+import datasets
+import torch
+
+from tf2rnn_hf.distill import TrajectoryCollator
+from tf2rnn_hf.distill.losses import RolloutLoss
+from tf2rnn_hf.models import TF2RNNModel
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("student", help="a saved student (its weights start the step)")
+    parser.add_argument("shard", help="one shard folder of a trajectory cache (datasets.load_from_disk)")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds over the three batches")
+    parser.add_argument("--profile", action="store_true", help="then one round under torch.profiler")
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    shard = datasets.load_from_disk(args.shard)
+    lengths = [len(ids) for ids in shard["input_ids"]]
+    order = sorted(range(len(shard)), key=lengths.__getitem__)
+    collate = TrajectoryCollator()
+    batches = [collate([shard[i] for i in order[int(q * (len(order) - 64)):][:64]]) for q in (0.3, 0.6, 0.9)]
+    model = TF2RNNModel.from_pretrained(args.student).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)  # tiny: the weights stay near the saved ones
+    loss_fn = RolloutLoss(final_weight=4.0)
+
+    def step(batch) -> None:
+        loss, _ = loss_fn(model, batch)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    for batch in batches:  # warm-up
+        step(batch)
+    times = [[] for _ in batches]
+    for _ in range(args.rounds):
+        for i, batch in enumerate(batches):
+            start = time.perf_counter()
+            step(batch)
+            times[i].append(time.perf_counter() - start)
+    medians = [sorted(t)[len(t) // 2] for t in times]
+    for batch, median in zip(batches, medians):
+        print(f"batch {tuple(batch['input_ids'].shape)}: median {median:.3f} s")
+    print(f"three batches: {sum(medians):.3f} s (open_tokens {model.config.open_tokens}, {torch.get_num_threads()} "
+          f"threads)")
+    if args.profile:
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            for batch in batches:
+                step(batch)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20))
+
+
+if __name__ == "__main__":
+    main()
