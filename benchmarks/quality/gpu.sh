@@ -4,8 +4,10 @@
 #   CELL=gru (default): GRU-$HIDDEN at batch 256, lr 3e-3 (the kept runs: gpu-h100-gru768, gpu-h100-gru1024).
 #   CELL=inherited: the teacher's own layers over a bounded cache (tova_attention, issue 19's student v2), texts
 #     drawn across sources, batch 64 (length-grouped), lr 3e-4, the last step weighted 4, position-weighted pooling
-#     and three open tokens, as the CPU card student (--preset inherited-long), 128 slots; a target at every prefix
-#     (the GPU teacher is cheap; block middles then add about as many tokens again to training).
+#     and eight open tokens, 128 slots and a target at every third prefix, as the CPU card student (--preset
+#     inherited-long): with eight open tokens a target in a block's middle makes training recompute the block's
+#     earlier tokens (1.14 extra tokens per token at --stride 3, 3.17 at every prefix), so the cheap GPU teacher
+#     buys more texts rather than more targets per text.
 #   HIDDEN (768)  TEXTS (300000)  MINUTES (5)  OUT (outputs/gpu-$CELL...)  NAME (results file name)
 #   EXTRA: more distill options (later options win)  PACK: a folder to put the student in for the trip back
 # A lent machine reaches no network: build `.carry` here first (`bash benchmarks/quality/gpu_carry.sh`), name
@@ -42,7 +44,7 @@ case "$CELL" in
   inherited) OUT=${OUT:-outputs/gpu-inherited}; NAME=${NAME:-gpu-inherited}
        MODEL=(--cell_type tova_attention --num_slots 128 --per_device_train_batch_size 64 --learning_rate 3e-4
               --transition_until 0 --anneal 0 --train_sample_seed 0 --train_sampling_strategy group_by_length
-              --final_weight 4 --pooling_position_exponent 1 --open_tokens 3) ;;
+              --final_weight 4 --pooling_position_exponent 1 --open_tokens 8 --stride 3) ;;
   *) echo "CELL must be gru or inherited, not $CELL" >&2; exit 2 ;;
 esac
 $PY examples/distill.py "${DATA[@]}" --max_train_texts "${TEXTS:-300000}" --max_eval_texts 1000 --token_budget 65536 \
