@@ -21,6 +21,8 @@ def main() -> None:
     parser.add_argument("student", help="a saved student (its weights start the step)")
     parser.add_argument("shard", help="one shard folder of a trajectory cache (datasets.load_from_disk)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds over the three batches")
+    parser.add_argument("--open_middle_fraction", type=float, default=1.0,
+                        help="share of the targets inside open-token blocks kept (RolloutLoss)")
     parser.add_argument("--profile", action="store_true", help="then one round under torch.profiler")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -31,7 +33,8 @@ def main() -> None:
     batches = [collate([shard[i] for i in order[int(q * (len(order) - 64)):][:64]]) for q in (0.3, 0.6, 0.9)]
     model = TF2RNNModel.from_pretrained(args.student).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)  # tiny: the weights stay near the saved ones
-    loss_fn = RolloutLoss(final_weight=4.0)
+    loss_fn = RolloutLoss(final_weight=4.0, open_tokens=model.config.open_tokens,
+                          open_middle_fraction=args.open_middle_fraction)
 
     def step(batch) -> None:
         loss, _ = loss_fn(model, batch)
@@ -50,8 +53,8 @@ def main() -> None:
     medians = [sorted(t)[len(t) // 2] for t in times]
     for batch, median in zip(batches, medians):
         print(f"batch {tuple(batch['input_ids'].shape)}: median {median:.3f} s")
-    print(f"three batches: {sum(medians):.3f} s (open_tokens {model.config.open_tokens}, {torch.get_num_threads()} "
-          f"threads)")
+    print(f"three batches: {sum(medians):.3f} s (open_tokens {model.config.open_tokens}, middle targets kept "
+          f"{args.open_middle_fraction}, {torch.get_num_threads()} threads)")
     if args.profile:
         from torch.profiler import ProfilerActivity, profile
 

@@ -13,6 +13,7 @@ from unittest import mock
 
 import pytest
 import torch
+from conftest import tiny_model
 
 from tf2rnn_hf.data import trajectories
 from tf2rnn_hf.distill import (
@@ -23,7 +24,15 @@ from tf2rnn_hf.distill import (
     TrajectoryCollator,
     build_student,
 )
-from tf2rnn_hf.distill.losses import RolloutLoss, SimilarityLoss, TransitionLoss, distance, position_weights
+from tf2rnn_hf.distill.losses import (
+    RolloutLoss,
+    SimilarityLoss,
+    TransitionLoss,
+    distance,
+    position_weights,
+    thin_block_middles,
+    weighted_mean,
+)
 from tf2rnn_hf.distill.recipe import PRESETS_DIR, parse, presets
 from tf2rnn_hf.distill.trainer import TimeBudgetProgressCallback
 
@@ -99,6 +108,43 @@ def test_transition_is_one_step_and_rollout_is_free_running(teacher, data):
     assert TransitionLoss()(model, batch) > 0
     loss, preds = RolloutLoss(tbptt=3)(model, batch)
     assert torch.allclose(preds[mask], free[mask], atol=1e-5) and loss > 0
+
+
+def test_thinned_block_middles_keep_block_and_row_ends_and_the_loss_in_expectation():
+    mask = torch.tensor([[1] * 20, [0] * 4 + [1] * 16])  # the second row left-padded: places count real steps
+    torch.manual_seed(0)
+    draws = torch.stack([thin_block_middles(mask.float(), mask, 8, 0.25) for _ in range(4000)])
+    place, real = torch.cumsum(mask, 1) - 1, mask.bool()
+    ends = real & ((place % 8 == 7) | (place == mask.sum(1, keepdim=True) - 1))
+    middles = real & ~ends
+    assert ends.sum() == 5 and bool((draws[:, ends] == 1).all()) and bool((draws[:, ~real] == 0).all())
+    assert set(draws[:, middles].unique().tolist()) == {0.0, 4.0}  # dropped, or kept at 1 / 0.25
+    assert float((draws.mean(0)[middles] - 1).abs().max()) < 0.15  # the full loss's weights in expectation
+
+
+def test_rollout_on_a_share_of_block_middles_is_the_full_models_loss_on_those_steps():
+    model = tiny_model("tova-open", num_slots=32, open_tokens=4)
+    ids = torch.randint(2, 50, (3, 14))
+    mask = torch.ones_like(ids)
+    mask[1, 9:] = mask[2, 5:] = 0
+    targets = torch.nn.functional.normalize(torch.randn(3, 14, 16), dim=-1)
+    tmask = mask.float().clone()
+    tmask[:, ::3] = 0  # a sparse trajectory, as --stride gives
+    batch = dict(input_ids=ids, attention_mask=mask, targets=targets, target_mask=tmask)
+    thinned = RolloutLoss(final_weight=4.0, open_tokens=4, open_middle_fraction=0.5)
+    torch.manual_seed(1)
+    loss, _ = thinned(model.train(), batch)
+    torch.manual_seed(1)
+    weights = thin_block_middles(tmask, mask, 4, 0.5)
+    assert bool(((weights == 0) & (tmask > 0)).any()) and bool((weights == 2).any())
+    # The packed parallel form, reading only the kept steps, gives what the whole recomputation gives there.
+    full = model(ids, attention_mask=mask).last_hidden_state
+    expected = weighted_mean(distance(full, targets), position_weights(weights, mask, 4.0))
+    assert torch.allclose(loss, expected, atol=1e-5)
+    everything, _ = RolloutLoss(final_weight=4.0)(model, batch)
+    assert torch.allclose(thinned(model.eval(), batch)[0], everything, atol=1e-6)  # evaluation reads every target
+    with pytest.raises(ValueError, match="open_tokens 1"):
+        RolloutLoss(open_middle_fraction=0.5)
 
 
 def test_transition_schedule_needs_a_lift(teacher, data, tmp_path):

@@ -51,7 +51,8 @@ class DistillationTrainer(Trainer):
             self.model.get_input_embeddings().requires_grad_(False)
         self.schedule = args.schedule
         self.transition = TransitionLoss(args.distance, args.final_weight)
-        self.rollout = RolloutLoss(args.distance, args.final_weight, args.tbptt)
+        self.rollout = RolloutLoss(args.distance, args.final_weight, args.tbptt,
+                                   getattr(self.model.config, "open_tokens", 1), args.open_middle_fraction)
         self.similarity = SimilarityLoss()
         self.keystroke = KeystrokeLoss(args.distance)
         self.neighbour = None

@@ -37,6 +37,9 @@ class DistillationTrainingArguments(TrainingArguments):
     partials_per_text: int = field(default=4, metadata={"help": "Keystrokes inside a word sampled per text."})
     distance: str = field(default="cosine", metadata={"help": f"Per-position distance: {', '.join(DISTANCES)}."})
     final_weight: float = field(default=1.0, metadata={"help": "Weight of each text's last step in the losses."})
+    open_middle_fraction: float = field(default=1.0, metadata={
+        "help": "Share of the targets inside an open-token block that the free-running loss keeps (drawn per "
+                "batch, weighted up by its inverse): each costs its block's first tokens again."})
     tbptt: Optional[int] = field(default=None, metadata={"help": "Truncate backprop every this many steps."})
     freeze_embeddings: bool = field(default=False, metadata={
         "help": "Keep the token table fixed (an inherited student's is the teacher's): half of its parameters "

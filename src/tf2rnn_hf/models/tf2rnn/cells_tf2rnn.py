@@ -28,6 +28,11 @@ def _gather_steps(x: torch.Tensor, lengths: torch.Tensor, initial: torch.Tensor)
     return torch.where(keep, picked, initial)
 
 
+def _unpack(x: torch.Tensor, places: torch.Tensor, b: int, t: int) -> torch.Tensor:
+    """Packed rows x [N, H] back to their flat `places` in a zero [B, T, H] (differentiable)."""
+    return x.new_zeros(b * t, x.shape[-1]).index_copy(0, places, x).view(b, t, -1)
+
+
 class TF2RNNCell(nn.Module):
     """The cell interface: `init_state`, `forward` over left-aligned rows, and `step`."""
 
@@ -515,24 +520,32 @@ class _PostNormLayer(nn.Module):
         return x.view(*x.shape[:-1], self.heads, self.head_dim)
 
     def attend(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, allowed: torch.Tensor,
-               need_weights: bool = True) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
+               need_weights: bool = True, places: Optional[torch.Tensor] = None
+               ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
         """x [B, T, H] attends over [sink, `keys`/`values` [B, S, H], its own T steps] where `allowed`
-        [B, T, S + T] says so (the sink always). Returns (layer output, this chunk's keys and values,
-        attention weights [B, heads, T, 1 + S + T], or None with `need_weights=False`)."""
-        b = x.shape[0]
-        q, k, v = self._heads(self.query(x)), self.key(x), self.value(x)
+        [B, T, S + T] says so (the sink always). Returns (layer output, this chunk's keys and values [B, T, H],
+        attention weights [B, heads, T, 1 + S + T], or None with `need_weights=False`). With `places` [N] (flat
+        indices into [B, T]), x is [N, H], those positions only: the products skip the padding, which the
+        attention alone sees (as zero keys it may not read), and the output is [N, H] too."""
+        b, t = allowed.shape[:2]
+        q, k, v = self.query(x), self.key(x), self.value(x)
+        if places is not None:
+            q, k, v = (_unpack(y, places, b, t) for y in (q, k, v))
+        q = self._heads(q)
         all_k = self._heads(torch.cat([self.sink_key.expand(b, 1, -1), keys, k], 1))
         all_v = self._heads(torch.cat([self.sink_value.expand(b, 1, -1), values, v], 1))
         allowed = torch.cat([allowed.new_ones(*allowed.shape[:2], 1), allowed], -1)
         if need_weights:  # a step reads them (TOVA evicts by them)
             scores = torch.einsum("bthd,bshd->bhts", q, all_k) * self.scale
             weights = torch.softmax(scores.masked_fill(~allowed[:, None], float("-inf")), dim=-1)
-            mixed = torch.einsum("bhts,bshd->bthd", weights, all_v).reshape(x.shape)
+            mixed = torch.einsum("bhts,bshd->bthd", weights, all_v).reshape(b, t, -1)
         else:  # the parallel forms read none: PyTorch's fused attention keeps no [B, heads, T, S] weights around
             weights = None
             mixed = F.scaled_dot_product_attention(q.transpose(1, 2), all_k.transpose(1, 2), all_v.transpose(1, 2),
                                                    attn_mask=allowed[:, None], scale=self.scale)
-            mixed = mixed.transpose(1, 2).reshape(x.shape)
+            mixed = mixed.transpose(1, 2).reshape(b, t, -1)
+        if places is not None:
+            mixed = mixed.reshape(b * t, -1).index_select(0, places)
         x = self.attention_norm(x + self.out(mixed))
         x = self.output_norm(x + self.down(F.gelu(self.up(x))))
         return x, k, v, weights
@@ -789,17 +802,22 @@ class TOVAAttentionCell(TF2RNNCell):
         earlier = (block[None, None, :] < (source // w)[..., None]) & valid[:, None]  # [B, E, T]
         same = (groups[:, :, None] == groups[:, None, :]) & real[:, :, None] & real[:, None, :]  # [B, E, E]
         allowed = torch.cat([torch.cat([main, main.new_zeros(b, t, extra)], -1), torch.cat([earlier, same], -1)], 1)
+        # Only the real steps and extra positions go through the products: the extra positions are padded to the
+        # row with the most of them, which a loss reading a random share of the block middles leaves far apart.
+        places = torch.cat([valid, real], 1).reshape(-1).nonzero()[:, 0]
+        x = x.reshape(b * (t + extra), -1).index_select(0, places)
         outputs, new_state = [], []
         committed = (lengths // w) * w  # [B]: steps that have entered the cache
         kept = (steps[None] < committed[:, None]).to(dtype)
         for i, layer in enumerate(self.layers):
             keys = state[3 * i]
-            x, k, v, _ = layer.attend(x, keys[:, :0], keys[:, :0], allowed, need_weights=False)
-            outputs.append(x[:, :t])
+            x, k, v, _ = layer.attend(x, keys[:, :0], keys[:, :0], allowed, need_weights=False, places=places)
+            outputs.append(_unpack(x, places, b, t + extra)[:, :t])
             if use_cache:
                 pad = (0, 0, 0, self.slots - t)
                 new_state += [F.pad(k[:, :t] * kept[..., None], pad), F.pad(v[:, :t] * kept[..., None], pad),
                               F.pad(kept, (0, self.slots - t))]
+        x = _unpack(x, places, b, t + extra)
         weights = self._pool_weights((1 + steps[None]).to(dtype)) * valid.to(dtype)  # [B, T]
         top = x[:, :t] * weights[..., None]
         sums = torch.cumsum(top, 1)
