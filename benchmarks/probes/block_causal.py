@@ -5,9 +5,13 @@ committed cache; a full block is committed) equals, at every prefix, one pass of
 a block-causal mask. This probe scores that pass, with the teacher's own weights and no training, on the
 held-out sample `tf2rnn evaluate` uses: final cosine and NA@10 over every text, cosine over every prefix of
 the first `--prefix_texts` texts. W=1 is the causal student before training; "+[SEP]" appends the [SEP] the
-teacher pools, attending to the whole prefix (one more token per keystroke, never cached).
+teacher pools, attending to the whole prefix (one more token per keystroke, never cached). With
+`--open_layers`, the block stays open in the top K layers only and the layers below are causal: a keystroke
+would then run one token through those and up to W through the top K.
 
     python benchmarks/probes/block_causal.py --output benchmarks/probes/results/block-causal.json
+    python benchmarks/probes/block_causal.py --widths 8 --open_layers 6,4,3,2,1 --no_sep \
+        --output benchmarks/probes/results/block-causal-layers.json
 """
 
 import argparse
@@ -35,9 +39,22 @@ def block_mask(n: int, width: int, sep: bool) -> torch.Tensor:
     return mask
 
 
+def encode(teacher: Teacher, ids: torch.Tensor, masks) -> torch.Tensor:
+    """The teacher's top-layer states for `ids` [B, T], layer i under `masks[i]` ([B, 1, T, T] bool)."""
+    bert = teacher.model
+    x = bert.embeddings(input_ids=ids)
+    for layer, mask in zip(bert.encoder.layer, masks):
+        extended = bert._create_attention_masks(attention_mask=mask, encoder_attention_mask=None, embedding_output=x,
+                                                encoder_hidden_states=None, past_key_values=None)[0]
+        x = layer(x, attention_mask=extended)
+        x = x[0] if isinstance(x, tuple) else x
+    return x
+
+
 @torch.inference_mode()
-def embed(teacher: Teacher, seqs, width: int, sep: bool) -> torch.Tensor:
-    """Mean-pooled, normalised embeddings of [CLS] + ids (+ [SEP]) under a block-causal mask, batched by length."""
+def embed(teacher: Teacher, seqs, width: int, sep: bool, open_layers: int) -> torch.Tensor:
+    """Mean-pooled, normalised embeddings of [CLS] + ids (+ [SEP]) under a block-causal mask in the top
+    `open_layers` layers and a causal one below, batched by length."""
     cls, sep_id = teacher.tokenizer.cls_token_id, teacher.tokenizer.sep_token_id
     out = torch.zeros(len(seqs), teacher.dim)
     by_len = {}
@@ -45,8 +62,10 @@ def embed(teacher: Teacher, seqs, width: int, sep: bool) -> torch.Tensor:
         by_len.setdefault(len(s), []).append(i)
     for n, rows in by_len.items():
         ids = torch.tensor([[cls, *seqs[i], *([sep_id] if sep else [])] for i in rows])
-        mask = block_mask(ids.shape[1], width, sep)[None, None].expand(len(rows), 1, -1, -1)
-        states = teacher.model(input_ids=ids, attention_mask=mask).last_hidden_state
+        layers = len(teacher.model.encoder.layer)
+        opened, causal = (block_mask(ids.shape[1], w, sep)[None, None].expand(len(rows), 1, -1, -1)
+                          for w in (width, 1))
+        states = encode(teacher, ids, [causal if i < layers - open_layers else opened for i in range(layers)])
         out[rows] = F.normalize(states.mean(1), dim=-1)
     return out
 
@@ -56,6 +75,8 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--prefix_texts", type=int, default=200)
     parser.add_argument("--widths", default="1,2,3,4,6,8")
+    parser.add_argument("--open_layers", default="6", help="comma-separated: the block open in the top K layers")
+    parser.add_argument("--no_sep", action="store_true", help="leave out the +[SEP] rows")
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args()
     torch.set_num_threads(2)
@@ -67,15 +88,17 @@ def main() -> None:
     prefixes = [s[:k] for s in ids[:args.prefix_texts] for k in range(1, len(s) + 1)]
     prefix_ref = teacher.embed_batched([teacher.wrap(p) for p in prefixes])
     rows = {}
-    for width in [int(w) for w in args.widths.split(",")]:
-        for sep in (False, True):
-            final = embed(teacher, ids, width, sep)
-            every = embed(teacher, prefixes, width, sep)
-            name = f"W={width}" + (" +[SEP]" if sep else "")
-            rows[name] = {"final_cosine": float((final * reference).sum(-1).mean()),
-                          "neighbour_agreement@10": scores.neighbour_agreement(final, reference),
-                          "prefix_cosine": float((every * prefix_ref).sum(-1).mean())}
-            print(name, {k: round(v, 4) for k, v in rows[name].items()}, flush=True)
+    layers = len(teacher.model.encoder.layer)
+    settings = [(int(w), int(k), sep) for w in args.widths.split(",") for k in args.open_layers.split(",")
+                for sep in ((False,) if args.no_sep else (False, True))]
+    for width, top, sep in settings:
+        final = embed(teacher, ids, width, sep, top)
+        every = embed(teacher, prefixes, width, sep, top)
+        name = f"W={width}" + (f" top {top}" if top < layers else "") + (" +[SEP]" if sep else "")
+        rows[name] = {"final_cosine": float((final * reference).sum(-1).mean()),
+                      "neighbour_agreement@10": scores.neighbour_agreement(final, reference),
+                      "prefix_cosine": float((every * prefix_ref).sum(-1).mean())}
+        print(name, {k: round(v, 4) for k, v in rows[name].items()}, flush=True)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"texts": len(ids), "prefix_texts": args.prefix_texts,
                                        "prefixes": len(prefixes), "rows": rows}, indent=1) + "\n")
