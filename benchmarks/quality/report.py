@@ -256,6 +256,9 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("its control: every target, the same code and session",
              "student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b-eval",
              "student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b", False),
+            ("the control's recipe less fortunes' texts (--exclude_sources fortunes)",
+             "student-tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b-eval",
+             "student-tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
@@ -402,20 +405,25 @@ def transfer_table() -> str:
 
 # (source, a student.sh row trained on every source, the same recipe without the source): both scored on the
 # source's held-out sentences by student.sh's on_source (results student-<row>-on-<source>.json).
-STUDENT_TRANSFER = (("dict-foldoc", "tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861",
+STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
+                     "tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861",
                      "tova-l6-sampled150k-stride3-open3-no-foldoc-lr3e-4-grouped-posweight-final4-atc7defd2"),
-                    ("fortunes", "tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861",
-                     "tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-final4-atfb4b852"))
+                    ("fortunes, three open tokens", "fortunes",
+                     "tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861",
+                     "tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-final4-atfb4b852"),
+                    ("fortunes, eight open tokens", "fortunes",
+                     "tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b",
+                     "tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b"))
 
 
 def student_transfer_table() -> str:
     """Leave one source out for the inherited student (student.sh): issue 19's left-out source target."""
     rows = {}
-    for source, seen, left in STUDENT_TRANSFER:
+    for label, source, seen, left in STUDENT_TRANSFER:
         seen, left = load(f"student-{seen}-on-{source}"), load(f"student-{left}-on-{source}")
         if seen and left:
-            rows[source] = transfer_row(seen["suites"]["fidelity"], left["suites"]["fidelity"])
-    return format_table(rows, "Leave one source out, inherited student (student.sh): the open-token 20-minute row "
+            rows[label] = transfer_row(seen["suites"]["fidelity"], left["suites"]["fidelity"])
+    return format_table(rows, "Leave one source out, inherited student (student.sh): an open-token 20-minute row "
                               "(150,000 texts at --stride 3) and the same draw less the source's texts, scored on "
                               "that source's held-out sentences") if rows else ""
 

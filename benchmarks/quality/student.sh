@@ -423,3 +423,11 @@ train tova-l6-sampled150k-stride3-open8-mid25-lr3e-4-grouped-posweight-final4-at
 train tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# The left-out source with eight open tokens (the three-token rows above: fortunes 0.019 from in-domain): the
+# control row's recipe less fortunes' texts, both scored on fortunes' held-out sentences.
+train tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b --max_train_texts 150000 \
+  --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
+  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4 \
+  --exclude_sources fortunes
+on_source tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b fortunes
+on_source tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b fortunes
