@@ -428,6 +428,58 @@ def student_transfer_table() -> str:
                               "that source's held-out sentences") if rows else ""
 
 
+# Depth against cost (student.sh): (label, the shape student.sh times in student-speed-v21.json, the row whose
+# fidelity that shape had: a 20-minute row on the card recipe's 150,000 texts at --stride 3 where one exists).
+DEPTH_COST = (("GRU-768 (`make distill`: its own 12,000 texts, 7 min)", "gru768", "quick-eval", None),
+              ("inherited, 1 layer, causal", "l1", "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-"
+               "final4-at064aa1b-eval", "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
+              ("inherited, 2 layers, causal", "l2", "student-tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-"
+               "final4-at064aa1b-eval", "student-tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
+              ("inherited, 3 layers, causal", "l3", "student-tova-l3-sampled150k-stride3-lr3e-4-grouped-posweight-"
+               "final4-at064aa1b-eval", "student-tova-l3-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
+              ("inherited, 6 layers, causal (trainer of 91006fd)", "l6",
+               "student-tova-l6-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at91006fd-eval",
+               "student-tova-l6-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at91006fd"),
+              ("inherited, 3 layers, eight open tokens", "l3-open8", "student-tova-l3-sampled150k-stride3-open8-lr3e-4-"
+               "grouped-posweight-final4-at064aa1b-eval", "student-tova-l3-sampled150k-stride3-open8-lr3e-4-grouped-"
+               "posweight-final4-at064aa1b"),
+              ("inherited, 6 layers, eight open tokens", "l6-open8", "student-tova-l6-sampled150k-stride3-open8-lr3e-4-"
+               "grouped-posweight-final4-at064aa1b-eval", "student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-"
+               "posweight-final4-at064aa1b"),
+              ("the card student (6 layers, eight open tokens, 45 min)", "l6-open8", "student-tova-l6-sampled150k-"
+               "stride3-open8-45-lr3e-4-grouped-posweight-final4-at62e9228-eval", "student-tova-l6-sampled150k-stride3-"
+               "open8-45-lr3e-4-grouped-posweight-final4-at62e9228"))
+
+
+def depth_cost_table() -> str:
+    """Fidelity against per-keystroke cost by depth and open tokens: issue 19's speed target as a curve."""
+    speed = load("student-speed-v21")
+    if not speed:
+        return ""
+    ratio = {(key[len("speedup_shape-"):-len("_int8")], row["prefix_tokens"]): value for row in speed["keystroke"]
+             for key, value in row.items() if key.startswith("speedup_shape-") and key.endswith("_int8")}
+    rows = {}
+    for label, shape, eval_file, train_file in DEPTH_COST:
+        info = speed["students"].get(f"shape-{shape}", {})
+        row = {"weights per token (M)": info.get("parameters_without_token_table", float("nan")) / 1e6,
+               **{f"x cheaper per keystroke @{n}": ratio[(shape, n)] for n in (16, 64, 256) if (shape, n) in ratio}}
+        r, trained = load(eval_file), load(train_file) if train_file else None
+        if r:
+            s_ = r["suites"]
+            f = s_["fidelity"]["student"]
+            row.update({"final_cosine": f["final_cosine"], "NA@10": f["neighbour_agreement@10"],
+                        "STS-B": s_["sts-b"]["student"]["spearman"],
+                        "keystroke_cosine": s_["keystroke"]["student"]["keystroke_cosine"]})
+        if trained:
+            row.update({"samples/s": trained["train"]["train_samples_per_second"], "epochs": trained["train"]["epoch"]})
+        rows[label] = row
+    return format_table(rows, "Depth against cost (student.sh): per keystroke, int8, batch 1, against the teacher "
+                              "re-encoding the prefix, every shape in one run (student-speed-v21.json, fresh "
+                              "students: speed does not depend on the weights' values); fidelity of the trained "
+                              "rows, 150,000 texts at --stride 3 for 20 minutes unless named; a blank is a row not "
+                              "trained")
+
+
 def main():
     flags = sys.argv[1:]
     sections = (("--cells", cell_comparison), ("--peers", transfer_peer_table), ("--transfer", transfer_table))
@@ -511,7 +563,7 @@ def main():
                                       "temperature 0.05)"))
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
-                           transfer_table(), student_transfer_table()) if t)
+                           transfer_table(), student_transfer_table(), depth_cost_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown

@@ -424,10 +424,36 @@ train tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1
   --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
 # The left-out source with eight open tokens (the three-token rows above: fortunes 0.019 from in-domain): the
-# control row's recipe less fortunes' texts, both scored on fortunes' held-out sentences.
-train tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b --max_train_texts 150000 \
-  --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
-  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4 \
-  --exclude_sources fortunes
-on_source tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b fortunes
-on_source tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b fortunes
+# control row's recipe less fortunes' texts, both scored on fortunes' held-out sentences. Runs only where the
+# control's weights are: session 28's machine was shut down during this row's training, and outputs/ went with it.
+CONTROL_OPEN8=tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b
+if [ -d "outputs/student-$CONTROL_OPEN8" ]; then
+  train tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b --max_train_texts 150000 \
+    --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
+    --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4 \
+    --exclude_sources fortunes
+  on_source "$CONTROL_OPEN8" fortunes
+  on_source tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b fortunes
+fi
+# The cost side of depth (issue 19's per-keystroke target): what a keystroke costs at each depth, causal and with
+# eight open tokens, beside the GRU-768 of `make distill`, in one run. Speed does not depend on the weights' values
+# (TOVA evicts by them, but a full cache costs the same whichever slot goes), so these are fresh students of each
+# shape; the quality of each shape comes from its trained rows.
+for shape in gru768 l1 l2 l3 l6 l3-open8 l6-open8; do
+  [ -d "outputs/shape-$shape" ] || SHAPE=$shape $PY - <<'PY'
+import os
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+shape = os.environ["SHAPE"]
+if shape == "gru768":  # the quick preset's student
+    model, tokenizer = build_student(hidden_size=768)
+else:
+    layers, _, open_tokens = shape[1:].partition("-open")
+    model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(layers), num_slots=128,
+                                     open_tokens=int(open_tokens or 1), pooling_position_exponent=1.0)
+save_student(model, tokenizer, f"outputs/shape-{shape}")
+PY
+done
+[ -f "$OUT/student-speed-v21.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v21.json" \
+  --compare outputs/shape-gru768 outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 outputs/shape-l6 \
+  outputs/shape-l3-open8 outputs/shape-l6-open8
