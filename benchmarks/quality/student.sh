@@ -457,3 +457,13 @@ done
 [ -f "$OUT/student-speed-v21.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v21.json" \
   --compare outputs/shape-gru768 outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 outputs/shape-l6 \
   outputs/shape-l3-open8 outputs/shape-l6-open8
+# The fidelity side of depth, at the card recipe's texts and the 20 minutes of the eight-token control row
+# (...-open8-lr3e-4-...-at064aa1b: 0.981 / 0.798): one causal layer (the teacher's last; v21's cheapest inherited
+# keystroke, 62x / 137x beside GRU-768's 72x / 186x), three layers with eight open tokens (v21: 15.9x / 30.1x, about
+# the six causal layers' 17.0x / 20.4x), and two causal layers (45x / 105x).
+DEPTH=(--max_train_texts 150000 --train_sample_seed 0 --stride 3 --train_minutes 20 --learning_rate 3e-4
+       --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4)
+train tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b --num_hidden_layers 1 "${DEPTH[@]}"
+train tova-l3-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b --num_hidden_layers 3 \
+  --open_tokens 8 "${DEPTH[@]}"
+train tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b --num_hidden_layers 2 "${DEPTH[@]}"

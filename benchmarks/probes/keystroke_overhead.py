@@ -1,0 +1,120 @@
+"""Probe: what one int8 keystroke spends outside the fused step, for saved students of several depths.
+
+For each student, at an n-token prefix on one thread: the benchmark's keystroke (`benchmarks/run.py`'s
+`aligned_keystroker`: type a letter, keep the word short by deletes), the fused steps that keystroke ran (counted,
+and timed on their own by wrapping the kernel's `step_rows`), and the word's tokenisation alone. What is left is the
+stream's own Python: the floor that no smaller student removes. A probe for deciding what to speed up (the JSON it
+writes is quoted in docs/experiments.md), not a benchmark figure: `benchmarks/run.py` measures the ratios.
+
+    python benchmarks/probes/keystroke_overhead.py outputs/shape-gru768 outputs/shape-l1 outputs/shape-l6 \
+        --output benchmarks/probes/results/keystroke-overhead.json
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from transformers import AutoTokenizer
+
+from tf2rnn_hf import TF2RNNModel
+from tf2rnn_hf.inference.quantization import quantize_int8
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from run import aligned_keystroker  # noqa: E402
+
+
+class _Timed:
+    """Wraps a kernel method: counts its calls and adds up their time."""
+
+    def __init__(self, fn):
+        self.fn, self.calls, self.seconds = fn, 0, 0.0
+
+    def __call__(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+            self.calls += 1
+
+
+def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
+    model = quantize_int8(TF2RNNModel.from_pretrained(path).eval())
+    tokenizer = AutoTokenizer.from_pretrained(path)
+    kernel = model.step_kernel
+    key = aligned_keystroker(model, tokenizer, n_tokens)
+    for _ in range(200):
+        key()
+    # The native call alone, and the kernel's Python entry around it (GRU streams call the kernel whole through
+    # model.step; tova streams on a live cache call its step_rows).
+    native = [name for name in ("tf2rnn_gru_step", "tf2rnn_tova_step", "tf2rnn_tova_open_step")
+              if hasattr(kernel.lib, name)]
+    lib_fns = {name: getattr(kernel.lib, name) for name in native}
+    timers = {name: _Timed(fn) for name, fn in lib_fns.items()}
+    for name, timer in timers.items():
+        setattr(kernel.lib, name, timer)
+    if hasattr(kernel, "step_rows"):
+        entry = kernel.step_rows = _Timed(kernel.step_rows)
+    else:
+        entry = model.step_kernel = _Timed(kernel)
+    per_key, per_entry, per_native, steps = [], [], [], []
+    try:
+        for _ in range(rounds):
+            for t in (entry, *timers.values()):
+                t.calls, t.seconds = 0, 0.0
+            start = time.perf_counter()
+            for _ in range(keys):
+                key()
+            per_key.append((time.perf_counter() - start) / keys)
+            per_entry.append(entry.seconds / keys)
+            per_native.append(sum(t.seconds for t in timers.values()) / keys)
+            steps.append(entry.calls / keys)
+    finally:
+        for name, fn in lib_fns.items():  # the library is shared by every kernel of the process
+            setattr(kernel.lib, name, fn)
+    word = "abcdefgh"  # what the keystrokes tokenise: the current word, up to eight letters
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    encode = (lambda: backend.encode(word, add_special_tokens=False)) if backend else \
+        (lambda: tokenizer(word, add_special_tokens=False))
+    tok = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(keys):
+            encode()
+        tok.append((time.perf_counter() - start) / keys)
+    keystroke, entry_ms, native_ms, tokenise = (1e3 * statistics.median(v)
+                                                for v in (per_key, per_entry, per_native, tok))
+    return {"keystroke_ms": keystroke, "native_step_ms": native_ms, "step_wrapper_ms": entry_ms - native_ms,
+            "fused_steps_per_keystroke": statistics.median(steps), "tokenise_ms": tokenise,
+            "stream_python_ms": keystroke - entry_ms - tokenise,
+            "parameters_without_token_table": sum(p.numel() for n, p in TF2RNNModel.from_pretrained(path)
+                                                  .named_parameters() if not n.startswith("embeddings."))}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("students", nargs="+")
+    parser.add_argument("--tokens", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--keys", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--output", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.set_flush_denormal(True)
+    out = {"threads": 1, "keys_per_round": args.keys, "rounds": args.rounds, "students": {}}
+    for path in args.students:
+        for n in args.tokens:
+            r = probe(path, n, args.keys, args.rounds)
+            out["students"].setdefault(Path(path).name, {})[str(n)] = r
+            print(Path(path).name, n, {k: round(v, 4) for k, v in r.items()})
+    if args.output:
+        Path(args.output).write_text(json.dumps(out, indent=1))
+        print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()
