@@ -28,7 +28,7 @@ from run import aligned_keystroker  # noqa: E402
 
 
 class _Timed:
-    """Wraps a kernel method: counts its calls and adds up their time."""
+    """Wraps a callable (a kernel entry or a native function): counts its calls and adds up their time."""
 
     def __init__(self, fn):
         self.fn, self.calls, self.seconds = fn, 0, 0.0
@@ -43,7 +43,9 @@ class _Timed:
 
 
 def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
-    model = quantize_int8(TF2RNNModel.from_pretrained(path).eval())
+    model = TF2RNNModel.from_pretrained(path).eval()
+    weights = sum(p.numel() for n, p in model.named_parameters() if not n.startswith("embeddings."))
+    model = quantize_int8(model)
     tokenizer = AutoTokenizer.from_pretrained(path)
     kernel = model.step_kernel
     key = aligned_keystroker(model, tokenizer, n_tokens)
@@ -91,8 +93,7 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
     return {"keystroke_ms": keystroke, "native_step_ms": native_ms, "step_wrapper_ms": entry_ms - native_ms,
             "fused_steps_per_keystroke": statistics.median(steps), "tokenise_ms": tokenise,
             "stream_python_ms": keystroke - entry_ms - tokenise,
-            "parameters_without_token_table": sum(p.numel() for n, p in TF2RNNModel.from_pretrained(path)
-                                                  .named_parameters() if not n.startswith("embeddings."))}
+            "parameters_without_token_table": weights}
 
 
 def main():
