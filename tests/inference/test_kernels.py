@@ -145,7 +145,43 @@ def test_tova_step_rows_are_the_whole_step(open_tokens):
     assert int(state.cell_state[-2]) == 40 // open_tokens * open_tokens
 
 
-# Single-stream keystrokes write rows into a live cache (`step_rows`): one a layer, or a block of open tokens.
+@torch.no_grad()
+@pytest.mark.parametrize("open_tokens", [1, 3])
+def test_tova_step_live_is_the_whole_step_and_restore_undoes_it(open_tokens):
+    # step_live writes into a cache the caller owns and one record: the cache after it, and the record's views,
+    # are the state __call__ writes whole, bit for bit, through evictions (40 tokens, 6 slots); `restore` puts
+    # the replaced rows back, so the cache is the parent's again.
+    model = _tova(128, False, pooling_position_exponent=1.0, open_tokens=open_tokens)
+    step = Int8TOVAStep(model)
+    layers, slots = step.layers, model.config.num_slots
+    state, count, held = model.init_state(1), 0, 0
+    kv = torch.zeros(layers, 2, 1, slots, 128)
+    pointers = step.cache_pointers(kv)
+    for n, token in enumerate(torch.randint(0, 300, (40,)).tolist(), 1):
+        emb, whole = step(token, state)
+        small = [state.cell_state[i].contiguous() for i in step.small]
+        width = step.rows_written(held)
+        overwrites = count + width > slots
+        before = kv.clone()
+        record = step.step_live(token, pointers, [t.data_ptr() for t in small], state.token_sum.data_ptr(),
+                                int(state.seen_tokens), width, overwrites)
+        views, emb_live, token_sum, rows, written, replaced = step.record_views(record, width, overwrites)
+        assert torch.equal(emb, emb_live) and token_sum is None  # this student has no residual token mean
+        assert all(torch.equal(a, whole.cell_state[i]) for a, i in zip(views, step.small))
+        for layer in range(layers):
+            for kind in (0, 1):
+                assert torch.equal(kv[layer, kind], whole.cell_state[3 * layer + kind])
+        assert len(written) == layers and (replaced is not None) == (overwrites and width > 0)
+        if replaced is not None:
+            step.restore(kv, record, width)
+            assert torch.equal(kv, before)
+            step.step_live(token, pointers, [t.data_ptr() for t in small], state.token_sum.data_ptr(),
+                           int(state.seen_tokens), width, overwrites)
+        state, count, held = whole, count + width, (held + 1) % open_tokens
+    assert n == 40 and int(state.cell_state[-2]) == count == 40 // open_tokens * open_tokens
+
+
+# Single-stream keystrokes write rows into a live cache (`step_live`): one a layer, or a block of open tokens.
 @pytest.mark.parametrize("open_tokens", [1, 3])
 def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teacher, monkeypatch, open_tokens):
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8,
@@ -153,8 +189,8 @@ def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teache
     quantized = quantize_int8(model)
     assert isinstance(quantized.step_kernel, Int8TOVAStep)
     calls = []
-    real = Int8TOVAStep.step_rows
-    monkeypatch.setattr(Int8TOVAStep, "step_rows", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    real = Int8TOVAStep.step_live
+    monkeypatch.setattr(Int8TOVAStep, "step_live", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
     encoder = StreamingEncoder(quantized, tokenizer)
     encoder.type("search as you tyep with a cache")
     encoder.delete(2)

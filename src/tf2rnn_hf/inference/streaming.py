@@ -97,29 +97,65 @@ class _SlotCheckpoint:
                 *(() if self.undo is None else (self.undo,)), *(self.full._tensors() if self.full is not None else ()))
 
 
+class _RecordCheckpoint(_SlotCheckpoint):
+    """A checkpoint the fused step wrote on a live cache: one record tensor (`Int8TOVAStep.step_live`) and the
+    counts the next step needs as numbers. Its tensors (`_SlotCheckpoint`'s fields) are views of the record,
+    made on first use: a keystroke reads only the record's pointers."""
+
+    __slots__ = ("record", "width", "overwrites", "count", "held", "seen", "layout")
+
+    def __init__(self, parent, record: torch.Tensor, width: int, overwrites: bool, count: int, held: int,
+                 seen: int, token_sum: torch.Tensor, layout):
+        self.parent, self.record, self.width, self.overwrites, self.full = parent, record, width, overwrites, None
+        self.count, self.held, self.seen, self.layout = count, held, seen, layout
+        if token_sum is not None:  # a student without the residual: its parent's (empty) token sum
+            self.token_sum = token_sum
+
+    def __getattr__(self, name: str):
+        # Called only for a field not set yet: make the record's views.
+        if name not in _SlotCheckpoint.__slots__:
+            raise AttributeError(name)
+        small, emb, token_sum, rows, slots, replaced = self.layout.record_views(self.record, self.width,
+                                                                                self.overwrites)
+        self.small, self.last_embedding, self.rows, self.slots = small, emb, rows, slots
+        self.undo = replaced if self.overwrites else _NOTHING_REPLACED
+        self.seen_tokens = torch.tensor([self.seen])
+        if token_sum is not None:
+            self.token_sum = token_sum
+        return getattr(self, name)
+
+    def embedding(self) -> torch.Tensor:
+        at = self.layout._record_emb
+        return self.record[at:at + self.layout.output_size].clone()
+
+
 class _LiveCache:
     """One stream's own keys and values ([layers, 2, 1, slots, hidden]), equal to checkpoint `at`'s. A keystroke
     steps from it and writes its rows in place; moving to an ancestor undoes the rows on the way (a pop), and any
     other move copies the target's caches in. Each layer's keys and values are views, so the fused step reads them
     as a state's entries."""
 
-    __slots__ = ("kv", "at")
+    __slots__ = ("kv", "at", "pointers")
     UNDO_LIMIT = 32  # checkpoints undone before a copy is the cheaper move
 
     def __init__(self, layers: int, slots: int, hidden: int):
         self.kv, self.at = torch.zeros(layers, 2, 1, slots, hidden), None
+        self.pointers = None  # the fused step's state pointers into kv (`Int8TOVAStep.cache_pointers`)
 
     def seek(self, target: "Checkpoint") -> None:
         """Make the caches equal `target`'s."""
         node, path = self.at, []
-        while node is not target and isinstance(node, _SlotCheckpoint) and node.undo is not None \
-                and len(path) < self.UNDO_LIMIT:
+        while node is not target and isinstance(node, _SlotCheckpoint) and (
+                isinstance(node, _RecordCheckpoint) or node.undo is not None) and len(path) < self.UNDO_LIMIT:
             path.append(node)
             node = node.parent
         if node is target:
-            layers = torch.arange(len(self.kv))
             for step in path:  # newest first
-                if step.undo.numel():
+                if isinstance(step, _RecordCheckpoint):
+                    if step.overwrites and step.width:
+                        step.layout.restore(self.kv, step.record, step.width)
+                elif step.undo.numel():
+                    layers = torch.arange(len(self.kv))
                     slots = torch.tensor(step.slots)  # [layers], or [layers, m] for a block of open tokens
                     self.kv[layers if slots.dim() == 1 else layers[:, None], :, 0, slots] = step.undo
         else:
@@ -245,7 +281,8 @@ class BatchStreamingEncoder:
     # ordinary tensors, so callers may use it anywhere, autograd included.
     def embedding(self, stream_id: int) -> torch.Tensor:
         """The current embedding of a stream ([output_size]; zeros before its first token)."""
-        return self._state(self._get(stream_id)).last_embedding[0].clone()
+        state = self._state(self._get(stream_id))
+        return state.embedding() if isinstance(state, _RecordCheckpoint) else state.last_embedding[0].clone()
 
     def state(self, stream_id: int) -> TF2RNNState:
         """The model state of the stream's whole text (batch of 1)."""
@@ -438,7 +475,7 @@ class BatchStreamingEncoder:
         """One step of several streams in one batched model call (`model.step`); a single stream (a
         keystroke at batch 1) skips the concatenating and splitting."""
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
-        if len(states) == 1 and streams and self._live and hasattr(kernel, "step_rows"):
+        if len(states) == 1 and streams and self._live and hasattr(kernel, "step_live"):
             return [self._step_live(streams[0], states[0], ids[0], kernel)]
         full = [_full(state) for state in states]
         batch = full[0] if len(states) == 1 else TF2RNNState.concat(full)
@@ -451,24 +488,34 @@ class BatchStreamingEncoder:
     def _step_live(self, s: _Stream, parent: Checkpoint, token: int, kernel) -> _SlotCheckpoint:
         """A keystroke of one stream on its live cache. Its new state is `parent` plus the rows the step commits
         (one per layer; with open tokens a block every `open_tokens` steps, else none): the fused step writes only
-        those, into the cache, and returns the rows they replace so a delete can undo them (copying a whole cache
-        per keystroke, or building one from rows, cost a third of a keystroke or more)."""
-        if s.live is None:
-            config = self.model.config
-            s.live = _LiveCache(self._slot_layers, config.num_slots, config.hidden_size)
+        those, into the cache, and the rest of the new state into one record, with the rows they replace so a
+        delete can undo them (copying a whole cache per keystroke, or building one from rows, cost a third of a
+        keystroke or more)."""
         live = s.live
-        live.seek(parent)
-        small = parent.small if isinstance(parent, _SlotCheckpoint) else [parent.cell_state[i] for i in self._small]
-        cell, rest = [], iter(small)
-        for layer in range(self._slot_layers):
-            cell += [live.kv[layer, 0], live.kv[layer, 1], next(rest)]
-        cell += list(rest)
-        emb, slots, rows, new_small, token_sum, seen, replaced = kernel.step_rows(
-            token, TF2RNNState(cell, parent.token_sum, parent.seen_tokens, parent.last_embedding), in_place=True)
-        written = rows.shape[1] if rows.dim() == 4 else 1  # rows a layer
-        full = float(cell[-2]) + written > self.model.config.num_slots  # (count before the step) overwrote rows in use
-        live.at = _SlotCheckpoint(parent, slots, rows, new_small, token_sum, seen, emb,
-                                  undo=replaced if full else _NOTHING_REPLACED)
+        if live is None:
+            config = self.model.config
+            live = s.live = _LiveCache(self._slot_layers, config.num_slots, config.hidden_size)
+            live.pointers = kernel.cache_pointers(live.kv)
+        if live.at is not parent:
+            live.seek(parent)
+        if isinstance(parent, _RecordCheckpoint):
+            small, tsum = kernel.record_pointers(parent.record)
+            count, held, seen = parent.count, parent.held, parent.seen
+            token_sum = None if kernel.residual else parent.token_sum
+        else:  # a whole state, or a checkpoint the batched path wrote
+            entries = parent.small if isinstance(parent, _SlotCheckpoint) else \
+                [parent.cell_state[i] for i in self._small]
+            entries = [t.contiguous() for t in entries]
+            token_sum = parent.token_sum.contiguous()
+            small, tsum = [t.data_ptr() for t in entries], token_sum.data_ptr()
+            count, seen = int(entries[-2]), int(parent.seen_tokens)
+            held = int(entries[self._slot_layers + 1]) if kernel.open > 1 else 0
+            token_sum = None if kernel.residual else token_sum
+        width = kernel.rows_written(held)
+        overwrites = count + width > live.kv.shape[-2]  # rows in use are replaced
+        record = kernel.step_live(token, live.pointers, small, tsum, seen, width, overwrites)
+        live.at = _RecordCheckpoint(parent, record, width, overwrites, count + width, (held + 1) % kernel.open,
+                                    seen + 1, token_sum, kernel)
         return live.at
 
     def _checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState) -> Checkpoint:

@@ -20,6 +20,7 @@ model run from scratch.
 import ctypes
 import hashlib
 import logging
+import math
 import os
 import platform
 import shutil
@@ -92,6 +93,8 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_tova_open_step.restype = None
     lib.tf2rnn_tova_open_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32] + [
         ctypes.c_void_p] * 9
+    lib.tf2rnn_tova_restore.restype = None
+    lib.tf2rnn_tova_restore.argtypes = [ctypes.c_void_p] + [ctypes.c_int32] * 4 + [ctypes.c_void_p] * 2
     return lib
 
 
@@ -255,9 +258,12 @@ class Int8TOVAStep(_FusedStep):
         self._shapes = model.cell.state_shapes()
         self._pointers = ctypes.c_void_p * len(self._shapes)
         self.small = TOVAAttentionCell.rewritten_entries(self.layers, len(self._shapes))
+        self._record_small = [math.prod(self._shapes[i]) for i in self.small]
+        self._record_offsets = [sum(self._record_small[:k]) for k in range(len(self.small))]
+        self._record_emb = sum(self._record_small)  # then the token sum (residual students), then the rows
+        self._record_head = self._record_emb + self.output_size * (2 if self.residual else 1)
 
-    def _run(self, input_ids, state: TF2RNNState, new: List[Optional[torch.Tensor]], rows=None, slots=None,
-             replaced=None):
+    def _run(self, input_ids, state: TF2RNNState, new: List[Optional[torch.Tensor]], rows=None, slots=None):
         token_id = self._token(input_ids)
         old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
@@ -269,7 +275,7 @@ class Int8TOVAStep(_FusedStep):
             (self.lib.tf2rnn_tova_step, ())
         step(self._params_ref, token_id, *first, self._pointers(*(t.data_ptr() for t in old)),
              self._pointers(*(None if t is None else t.data_ptr() for t in new)),
-             *(None if t is None else t.data_ptr() for t in (rows, slots, replaced)),
+             *(None if t is None else t.data_ptr() for t in (rows, slots)), None,
              tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, token_sum, seen
 
@@ -280,35 +286,105 @@ class Int8TOVAStep(_FusedStep):
         emb, token_sum, seen = self._run(input_ids, state, new)
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
 
-    def step_rows(self, input_ids, state: TF2RNNState, in_place: bool = False):
+    def step_rows(self, input_ids, state: TF2RNNState):
         """One step that writes what changed and no whole state: (embedding [1, O], the slots each layer wrote,
         the key and value rows written, the entries of `small` (each layer's fill, then the pooling's), token sum,
-        seen tokens, and with `in_place` the rows it replaced). A causal step writes one row a layer (slots
-        [layers], rows [layers, 2, H]); one with open tokens writes its block when it commits it (slots
-        [layers][m], rows [layers, m, 2, H], m = open_tokens, or 0 while its tokens stay open). The new state is
-        `state` with those rows and entries: the streaming encoder keeps it so. `in_place` also writes the rows
-        into `state`'s keys and values (a cache the caller owns; its other entries are kept)."""
+        seen tokens). A causal step writes one row a layer (slots [layers], rows [layers, 2, H]); one with open
+        tokens writes its block when it commits it (slots [layers][m], rows [layers, m, 2, H], m = open_tokens, or 0
+        while its tokens stay open). The new state is `state` with those rows and entries."""
         new: List[Optional[torch.Tensor]] = [None] * len(self._shapes)
         for i in self.small:
             new[i] = torch.empty((1, *self._shapes[i]))
-        width = self.open  # rows per layer this step writes: one (causal), or a block of open tokens or none
-        if width > 1 and int(state.cell_state[3 * self.layers + 1]) + 1 < width:
-            width = 0  # the block stays open (a checkpoint then holds no row storage at all)
-        replaced = None
-        if in_place:
-            replaced = torch.empty(self.layers, width, 2, self.hidden_size)
-            for i in range(len(new)):
-                if new[i] is None:  # each layer's keys and values
-                    new[i] = state.cell_state[i]
-                    if not new[i].is_contiguous():
-                        raise ValueError("in_place needs contiguous key and value caches.")
+        width = self.rows_written(int(state.cell_state[3 * self.layers + 1]) if self.open > 1 else 0)
         rows = torch.empty(self.layers, width, 2, self.hidden_size)
         slots = torch.empty(self.layers, width, dtype=torch.int32)
-        emb, token_sum, seen = self._run(input_ids, state, new, *((rows, slots, replaced) if width else ()))
+        emb, token_sum, seen = self._run(input_ids, state, new, *((rows, slots) if width else ()))
         if self.open == 1:
-            rows, slots, replaced = rows[:, 0], slots[:, 0], None if replaced is None else replaced[:, 0]
-        out = emb, slots.tolist(), rows, [new[i] for i in self.small], token_sum, seen
-        return (*out, replaced) if in_place else out
+            rows, slots = rows[:, 0], slots[:, 0]
+        return emb, slots.tolist(), rows, [new[i] for i in self.small], token_sum, seen
+
+    def rows_written(self, held: int) -> int:
+        """Rows a layer the next step commits from a state holding `held` open tokens: one (causal), the block
+        (`open_tokens`) when this token completes it, else none."""
+        if self.open == 1:
+            return 1
+        return self.open if held + 1 == self.open else 0
+
+    # A keystroke of one stream (`BatchStreamingEncoder`) allocates one record and makes one native call: whole
+    # tensors, views and a state object per step cost more than a one-layer student's arithmetic (the
+    # keystroke-overhead probe). The record is fp32: each of `small`'s entries, the embedding [O], the token sum
+    # [O] (residual students), then, where the step commits rows, the rows [L, m, 2, H], their slots [L, m]
+    # (int32 bits) and, where they overwrite rows in use, the rows replaced [L, m, 2, H].
+
+    def _record_sizes(self, width: int, overwrites: bool):
+        """(where the rows start, their size, the record's size), in floats."""
+        block = self.layers * width * 2 * self.hidden_size
+        return self._record_head, block, \
+            self._record_head + block + self.layers * width + (block if width and overwrites else 0)
+
+    def record_pointers(self, record: torch.Tensor):
+        """(pointers of `small`'s entries, of the token sum) in a record: what a step from it reads."""
+        base = record.data_ptr()
+        return [base + 4 * o for o in self._record_offsets], base + 4 * (self._record_emb + self.output_size)
+
+    def cache_pointers(self, kv: torch.Tensor) -> List[Optional[int]]:
+        """The state's pointers for `step_live` over a live cache `kv` ([layers, 2, 1, S, H], contiguous): each
+        layer's keys and values, None where `small`'s entries go."""
+        if not kv.is_contiguous() or kv.dtype != torch.float32:
+            raise ValueError("A live cache is one contiguous fp32 tensor [layers, 2, 1, slots, hidden].")
+        pointers: List[Optional[int]] = [None] * len(self._shapes)
+        for layer in range(self.layers):
+            pointers[3 * layer], pointers[3 * layer + 1] = kv[layer, 0].data_ptr(), kv[layer, 1].data_ptr()
+        return pointers
+
+    def step_live(self, input_ids, kv: List[Optional[int]], small: List[int], token_sum: int, seen: int, width: int,
+                  overwrites: bool) -> torch.Tensor:
+        """One step written into a cache the caller owns: `kv` is its `cache_pointers`, `small` and `token_sum`
+        point to the parent state's other entries, `seen` counts its tokens and `width` is `rows_written`; with
+        `overwrites` the rows replaced are saved so that `restore` can undo the step. Returns the step's record
+        (`record_views` reads it)."""
+        token_id = self._token(input_ids)
+        head, block, size = self._record_sizes(width, overwrites)
+        record = torch.empty(size)
+        out_small, tsum_out = self.record_pointers(record)
+        ins, outs = list(kv), list(kv)
+        for i, a, b in zip(self.small, small, out_small):
+            ins[i], outs[i] = a, b
+        base = record.data_ptr()
+        rows = base + 4 * head if width else None
+        _follow_torch_threads(self.lib)
+        step, first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
+            (self.lib.tf2rnn_tova_step, ())
+        step(self._params_ref, token_id, *first, self._pointers(*ins), self._pointers(*outs), rows,
+             rows + 4 * block if width else None, rows + 4 * (block + self.layers * width) if width and overwrites
+             else None, token_sum, ctypes.byref(ctypes.c_int64(seen + 1)),
+             tsum_out if self.residual else token_sum, base + 4 * self._record_emb)
+        return record
+
+    def record_views(self, record: torch.Tensor, width: int, overwrites: bool):
+        """A record's parts as tensors (views): (`small`'s entries, embedding [1, O], token sum [1, O] or None
+        without the residual, rows, slots, rows replaced or None), shaped as `step_rows` returns them."""
+        head, block, _ = self._record_sizes(width, overwrites)
+        small = [record[o:o + n].view(1, *self._shapes[i])
+                 for o, n, i in zip(self._record_offsets, self._record_small, self.small)]
+        at = self._record_emb
+        emb = record[at:at + self.output_size].view(1, -1)
+        token_sum = record[at + self.output_size:head].view(1, -1) if self.residual else None
+        shape = (self.layers, width, 2, self.hidden_size)
+        rows = record[head:head + block].view(shape)
+        slots = record[head + block:head + block + self.layers * width].view(torch.int32).view(self.layers, width)
+        replaced = record[head + block + self.layers * width:].view(shape) if width and overwrites else None
+        if self.open == 1:
+            rows, slots = rows[:, 0], slots[:, 0]
+            replaced = None if replaced is None else replaced[:, 0]
+        return small, emb, token_sum, rows, slots.tolist(), replaced
+
+    def restore(self, kv: torch.Tensor, record: torch.Tensor, width: int) -> None:
+        """Undo the step that wrote `record` (with `overwrites`) on the live cache `kv` ([layers, 2, 1, S, H])."""
+        head, block, _ = self._record_sizes(width, True)
+        base = record.data_ptr() + 4 * (head + block)
+        self.lib.tf2rnn_tova_restore(kv.data_ptr(), self.layers, width, kv.shape[-2], self.hidden_size, base,
+                                     base + 4 * self.layers * width)
 
 
 KERNELS = (Int8GRUStep, Int8TOVAStep)

@@ -407,3 +407,16 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
 
     readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, mean, H, O, p->residual, tok, tsum, seen, tsum_out, q, emb);
 }
+
+/* Undo an in-place step on a live cache `kv` ([L, 2, S, H]: each layer's keys, then values): put back the rows it
+ * replaced (`replaced` [L, W, 2, H]) in the slots it wrote (`slots` [L, W]). A delete's pop, one call a step. */
+void tf2rnn_tova_restore(float *kv, int32_t L, int32_t W, int32_t S, int32_t H, const int32_t *slots,
+                         const float *replaced) {
+    for (int l = 0; l < L; ++l)
+        for (int j = 0; j < W; ++j) {
+            const int64_t slot = slots[l * W + j];
+            const float *row = replaced + ((int64_t)l * W + j) * 2 * H;
+            memcpy(kv + ((int64_t)(2 * l) * S + slot) * H, row, sizeof(float) * H);
+            memcpy(kv + ((int64_t)(2 * l + 1) * S + slot) * H, row + H, sizeof(float) * H);
+        }
+}
