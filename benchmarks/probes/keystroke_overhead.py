@@ -2,7 +2,7 @@
 
 For each student, at an n-token prefix on one thread: the benchmark's keystroke (`benchmarks/run.py`'s
 `aligned_keystroker`: type a letter, keep the word short by deletes), the fused steps that keystroke ran (counted,
-and timed on their own by wrapping the kernel's `step_rows`), and the word's tokenisation alone. What is left is the
+and timed on their own by wrapping the kernel's entry, `step_live` or `__call__`), and the word's tokenisation alone. What is left is the
 stream's own Python: the floor that no smaller student removes. A probe for deciding what to speed up (the JSON it
 writes is quoted in docs/experiments.md), not a benchmark figure: `benchmarks/run.py` measures the ratios.
 
@@ -51,16 +51,16 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
     key = aligned_keystroker(model, tokenizer, n_tokens)
     for _ in range(200):
         key()
-    # The native call alone, and the kernel's Python entry around it (GRU streams call the kernel whole through
-    # model.step; tova streams on a live cache call its step_rows).
+    # The native call alone, and the kernel's Python entry around it (GRU streams call the kernel whole; tova
+    # streams on a live cache call its step_live).
     native = [name for name in ("tf2rnn_gru_step", "tf2rnn_tova_step", "tf2rnn_tova_open_step")
               if hasattr(kernel.lib, name)]
     lib_fns = {name: getattr(kernel.lib, name) for name in native}
     timers = {name: _Timed(fn) for name, fn in lib_fns.items()}
     for name, timer in timers.items():
         setattr(kernel.lib, name, timer)
-    if hasattr(kernel, "step_rows"):
-        entry = kernel.step_rows = _Timed(kernel.step_rows)
+    if hasattr(kernel, "step_live"):
+        entry = kernel.step_live = _Timed(kernel.step_live)
     else:
         entry = model.step_kernel = _Timed(kernel)
     per_key, per_entry, per_native, steps = [], [], [], []

@@ -457,6 +457,15 @@ done
 [ -f "$OUT/student-speed-v21.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v21.json" \
   --compare outputs/shape-gru768 outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 outputs/shape-l6 \
   outputs/shape-l3-open8 outputs/shape-l6-open8
+# The same shapes after the keystroke's Python went lean (314fc19: one record and one native call a tova
+# keystroke, the undo native; a GRU keystroke straight to its fused step): v21's ~0.2 ms outside the native step
+# was the whole 100x budget of a one-layer student. The probe splits the new keystroke the same way.
+[ -f "$OUT/student-speed-v22.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v22.json" \
+  --compare outputs/shape-gru768 outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 outputs/shape-l6 \
+  outputs/shape-l3-open8 outputs/shape-l6-open8
+[ -f benchmarks/probes/results/keystroke-overhead-v22.json ] || $PY benchmarks/probes/keystroke_overhead.py \
+  outputs/shape-gru768 outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 outputs/shape-l6 outputs/shape-l3-open8 \
+  outputs/shape-l6-open8 --output benchmarks/probes/results/keystroke-overhead-v22.json
 # The fidelity side of depth, at the card recipe's texts and the 20 minutes of the eight-token control row
 # (...-open8-lr3e-4-...-at064aa1b: 0.981 / 0.798): one causal layer (the teacher's last; v21's cheapest inherited
 # keystroke, 62x / 137x beside GRU-768's 72x / 186x), three layers with eight open tokens (v21: 15.9x / 30.1x, about
