@@ -476,3 +476,8 @@ train tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b --nu
 train tova-l3-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b --num_hidden_layers 3 \
   --open_tokens 8 "${DEPTH[@]}"
 train tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b --num_hidden_layers 2 "${DEPTH[@]}"
+# Which teacher layer one inherited layer should copy, now that its shape meets the keystroke target in one run
+# (v22: 105x / 306x): the first, whose input is the token embeddings the student feeds it, against the last
+# (the row above, 0.897 / 0.547); same texts, minutes and recipe.
+train tova-l1-layer0-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at1d357c2 --num_hidden_layers 1 \
+  --teacher_layers 0 "${DEPTH[@]}"
