@@ -481,3 +481,7 @@ train tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b --nu
 # (the row above, 0.897 / 0.547); same texts, minutes and recipe.
 train tova-l1-layer0-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at1d357c2 --num_hidden_layers 1 \
   --teacher_layers 0 "${DEPTH[@]}"
+# The fast tier: one inherited layer (the teacher's last) for the card recipe's 45 minutes (`--preset
+# inherited-fast`), the shape that met 100x / 300x per keystroke in v22, against the released GRU's quality.
+train tova-l1-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-at1d357c2 --num_hidden_layers 1 "${DEPTH[@]}" \
+  --train_minutes 45
