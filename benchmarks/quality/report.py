@@ -433,6 +433,12 @@ def student_transfer_table() -> str:
 DEPTH_COST = (("GRU-768 (`make distill`: its own 12,000 texts, 7 min)", "gru768", "quick-eval", None),
               ("inherited, 1 layer, causal", "l1", "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-"
                "final4-at064aa1b-eval", "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
+              ("inherited, 1 layer copied from the teacher's first", "l1", "student-tova-l1-layer0-sampled150k-stride3-"
+               "lr3e-4-grouped-posweight-final4-at1d357c2-eval", "student-tova-l1-layer0-sampled150k-stride3-lr3e-4-"
+               "grouped-posweight-final4-at1d357c2"),
+              ("the fast tier (1 layer, 45 min: `--preset inherited-fast`)", "l1", "student-tova-l1-sampled150k-stride3-"
+               "45-lr3e-4-grouped-posweight-final4-at1d357c2-eval", "student-tova-l1-sampled150k-stride3-45-lr3e-4-"
+               "grouped-posweight-final4-at1d357c2"),
               ("inherited, 2 layers, causal", "l2", "student-tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-"
                "final4-at064aa1b-eval", "student-tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
               ("inherited, 3 layers, causal", "l3", "student-tova-l3-sampled150k-stride3-lr3e-4-grouped-posweight-"
@@ -453,16 +459,21 @@ DEPTH_COST = (("GRU-768 (`make distill`: its own 12,000 texts, 7 min)", "gru768"
 
 def depth_cost_table() -> str:
     """Fidelity against per-keystroke cost by depth and open tokens: issue 19's speed target as a curve."""
-    speed = load("student-speed-v21")
-    if not speed:
+    speed, before = load("student-speed-v22"), load("student-speed-v21")
+    if not speed or not before:
         return ""
-    ratio = {(key[len("speedup_shape-"):-len("_int8")], row["prefix_tokens"]): value for row in speed["keystroke"]
-             for key, value in row.items() if key.startswith("speedup_shape-") and key.endswith("_int8")}
+
+    def ratios(run):
+        return {(key[len("speedup_shape-"):-len("_int8")], row["prefix_tokens"]): value for row in run["keystroke"]
+                for key, value in row.items() if key.startswith("speedup_shape-") and key.endswith("_int8")}
+
+    ratio, ratio_before = ratios(speed), ratios(before)
     rows = {}
     for label, shape, eval_file, train_file in DEPTH_COST:
         info = speed["students"].get(f"shape-{shape}", {})
         row = {"weights per token (M)": info.get("parameters_without_token_table", float("nan")) / 1e6,
-               **{f"x cheaper per keystroke @{n}": ratio[(shape, n)] for n in (16, 64, 256) if (shape, n) in ratio}}
+               **{f"x cheaper per keystroke @{n}": ratio[(shape, n)] for n in (16, 64, 256) if (shape, n) in ratio},
+               "@64 in v21": ratio_before.get((shape, 64), float("nan"))}
         r, trained = load(eval_file), load(train_file) if train_file else None
         if r:
             s_ = r["suites"]
@@ -474,10 +485,10 @@ def depth_cost_table() -> str:
             row.update({"samples/s": trained["train"]["train_samples_per_second"], "epochs": trained["train"]["epoch"]})
         rows[label] = row
     return format_table(rows, "Depth against cost (student.sh): per keystroke, int8, batch 1, against the teacher "
-                              "re-encoding the prefix, every shape in one run (student-speed-v21.json, fresh "
-                              "students: speed does not depend on the weights' values); fidelity of the trained "
-                              "rows, 150,000 texts at --stride 3 for 20 minutes unless named; a blank is a row not "
-                              "trained")
+                              "re-encoding the prefix, every shape in one run (student-speed-v22.json, with the lean "
+                              "keystroke of 314fc19; v21's ratio at 64 tokens, before it, beside; fresh students: "
+                              "speed does not depend on the weights' values); fidelity of the trained rows, 150,000 "
+                              "texts at --stride 3 for 20 minutes unless named; a blank is a row not trained")
 
 
 def main():

@@ -18,7 +18,8 @@ the literal strings "<pad>", "</s>" and "<unk>" as its special tokens; a byte st
 
 A `tova_attention` student's state is a key/value cache (2.4 MB at six layers and 128 slots) of which a step
 writes one row per layer, so its checkpoints keep only those rows (`_SlotCheckpoint`). A stream stepped alone
-through the fused int8 step keeps one cache of its own (`_LiveCache`) that each keystroke changes in place, and a
+through the fused int8 step keeps one cache of its own (`_LiveCache`) that each keystroke changes in place, the rest
+of each step's state in one record (`_RecordCheckpoint`: one allocation and one native call a keystroke), and a
 delete undoes the rows written since the state it pops back to: no keystroke or pop copies a whole cache. Steps in
 a batch (several streams, or no fused step) keep whole states for the current word and its base, where
 re-tokenising restarts, and rebuild an older checkpoint from its ancestors' rows when a delete pops back to it and
@@ -125,8 +126,8 @@ class _RecordCheckpoint(_SlotCheckpoint):
         return getattr(self, name)
 
     def embedding(self) -> torch.Tensor:
-        at = self.layout._record_emb
-        return self.record[at:at + self.layout.output_size].clone()
+        """The embedding after this step ([output_size], a copy), without making the other views."""
+        return self.layout.record_embedding(self.record)
 
 
 class _LiveCache:

@@ -379,6 +379,10 @@ class Int8TOVAStep(_FusedStep):
             replaced = None if replaced is None else replaced[:, 0]
         return small, emb, token_sum, rows, slots.tolist(), replaced
 
+    def record_embedding(self, record: torch.Tensor) -> torch.Tensor:
+        """The embedding a record holds ([O], a copy)."""
+        return record[self._record_emb:self._record_emb + self.output_size].clone()
+
     def restore(self, kv: torch.Tensor, record: torch.Tensor, width: int) -> None:
         """Undo the step that wrote `record` (with `overwrites`) on the live cache `kv` ([layers, 2, 1, S, H])."""
         head, block, _ = self._record_sizes(width, True)
