@@ -485,3 +485,18 @@ train tova-l1-layer0-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at1d357
 # inherited-fast`), the shape that met 100x / 300x per keystroke in v22, against the released GRU's quality.
 train tova-l1-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-at1d357c2 --num_hidden_layers 1 "${DEPTH[@]}" \
   --train_minutes 45
+# The lean keystroke against the code before it (3dce25f) in one phase, back to back (v21 and v22 ran hours
+# apart, the teacher 25.2 ms then 31.2 ms at 64 tokens): each commit's own overhead probe on the small shapes.
+if [ ! -f benchmarks/probes/results/keystroke-overhead-s30-after-2.json ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" 3dce25f
+  for pass in 1 2; do
+    for side in before after; do
+      src=src; probe=benchmarks/probes/keystroke_overhead.py
+      [ "$side" = before ] && { src="$BEFORE/src"; probe="$BEFORE/$probe"; }
+      PYTHONPATH="$src" $PY "$probe" outputs/shape-gru768 outputs/shape-l1 outputs/shape-l2 \
+        --output "benchmarks/probes/results/keystroke-overhead-s30-$side-$pass.json"
+    done
+  done
+  git worktree remove --force "$BEFORE"
+fi

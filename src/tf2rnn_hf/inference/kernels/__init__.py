@@ -351,14 +351,17 @@ class Int8TOVAStep(_FusedStep):
         for i, a, b in zip(self.small, small, out_small):
             ins[i], outs[i] = a, b
         base = record.data_ptr()
-        rows = base + 4 * head if width else None
+        rows = slots = replaced = None  # written only by a step that commits rows
+        if width:
+            rows = base + 4 * head
+            slots = rows + 4 * block
+            replaced = slots + 4 * self.layers * width if overwrites else None
         _follow_torch_threads(self.lib)
         step, first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
             (self.lib.tf2rnn_tova_step, ())
-        step(self._params_ref, token_id, *first, self._pointers(*ins), self._pointers(*outs), rows,
-             rows + 4 * block if width else None, rows + 4 * (block + self.layers * width) if width and overwrites
-             else None, token_sum, ctypes.byref(ctypes.c_int64(seen + 1)),
-             tsum_out if self.residual else token_sum, base + 4 * self._record_emb)
+        step(self._params_ref, token_id, *first, self._pointers(*ins), self._pointers(*outs), rows, slots, replaced,
+             token_sum, ctypes.byref(ctypes.c_int64(seen + 1)), tsum_out if self.residual else token_sum,
+             base + 4 * self._record_emb)
         return record
 
     def record_views(self, record: torch.Tensor, width: int, overwrites: bool):
