@@ -103,12 +103,12 @@ class _RecordCheckpoint(_SlotCheckpoint):
     counts the next step needs as numbers. Its tensors (`_SlotCheckpoint`'s fields) are views of the record,
     made on first use: a keystroke reads only the record's pointers."""
 
-    __slots__ = ("record", "width", "overwrites", "count", "held", "seen", "layout")
+    __slots__ = ("record", "width", "overwrites", "count", "held", "seen", "kernel")
 
     def __init__(self, parent, record: torch.Tensor, width: int, overwrites: bool, count: int, held: int,
-                 seen: int, token_sum: torch.Tensor, layout):
+                 seen: int, token_sum: torch.Tensor, kernel):
         self.parent, self.record, self.width, self.overwrites, self.full = parent, record, width, overwrites, None
-        self.count, self.held, self.seen, self.layout = count, held, seen, layout
+        self.count, self.held, self.seen, self.kernel = count, held, seen, kernel
         if token_sum is not None:  # a student without the residual: its parent's (empty) token sum
             self.token_sum = token_sum
 
@@ -116,7 +116,7 @@ class _RecordCheckpoint(_SlotCheckpoint):
         # Called only for a field not set yet: make the record's views.
         if name not in _SlotCheckpoint.__slots__:
             raise AttributeError(name)
-        small, emb, token_sum, rows, slots, replaced = self.layout.record_views(self.record, self.width,
+        small, emb, token_sum, rows, slots, replaced = self.kernel.record_views(self.record, self.width,
                                                                                 self.overwrites)
         self.small, self.last_embedding, self.rows, self.slots = small, emb, rows, slots
         self.undo = replaced if self.overwrites else _NOTHING_REPLACED
@@ -127,7 +127,7 @@ class _RecordCheckpoint(_SlotCheckpoint):
 
     def embedding(self) -> torch.Tensor:
         """The embedding after this step ([output_size], a copy), without making the other views."""
-        return self.layout.record_embedding(self.record)
+        return self.kernel.record_embedding(self.record)
 
 
 class _LiveCache:
@@ -154,7 +154,7 @@ class _LiveCache:
             for step in path:  # newest first
                 if isinstance(step, _RecordCheckpoint):
                     if step.overwrites and step.width:
-                        step.layout.restore(self.kv, step.record, step.width)
+                        step.kernel.restore(self.kv, step.record, step.width)
                 elif step.undo.numel():
                     layers = torch.arange(len(self.kv))
                     slots = torch.tensor(step.slots)  # [layers], or [layers, m] for a block of open tokens
