@@ -500,3 +500,8 @@ if [ ! -f benchmarks/probes/results/keystroke-overhead-s30-after-2.json ]; then
   done
   git worktree remove --force "$BEFORE"
 fi
+# A middle tier: two inherited layers (the teacher's last two) for the card recipe's 45 minutes, against the
+# 20-minute row (0.913 / 0.591, STS-B 78.56) and the fast tier's one layer (0.905 / 0.560, 77.65); v22 put two
+# layers' keystroke at 70x / 230x, between the fast tier's 105x / 306x and three layers' 48x / 150x.
+train tova-l2-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-at080bfdb --num_hidden_layers 2 "${DEPTH[@]}" \
+  --train_minutes 45
