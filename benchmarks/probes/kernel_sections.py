@@ -2,8 +2,8 @@
 
 Builds a copy of the kernel with rdtsc counters around its sections (in a temporary folder; the package's
 kernel is untouched), runs it on a saved student at several prefix lengths and prints each section's share, and
-times the step four ways: into fresh tensors (what `model.step` does), as rows only (what the streaming encoder
-does), into buffers kept between calls, and in place (one row per layer written). A probe for deciding what to
+times the step four ways: into fresh tensors (what `model.step` does), on a live cache with one record (what a
+stream's keystroke does, `step_live`), into buffers kept between calls, and in place (one row per layer written). A probe for deciding what to
 speed up, not a benchmark figure.
 
     python benchmarks/probes/kernel_sections.py outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4
@@ -71,6 +71,9 @@ def main() -> None:
     kernel = step_kernel_for(model)
     if kernel is None or model.config.cell_type != "tova_attention":
         raise SystemExit("needs a tova_attention student and a C compiler")
+    if kernel.open > 1:  # its state holds an open block that the causal entry would write past
+        raise SystemExit("times the causal step (tf2rnn_tova_step): a student with open tokens takes "
+                         "tf2rnn_tova_open_step, which this probe does not instrument")
     step = kernel.lib.tf2rnn_tova_step
     with tempfile.TemporaryDirectory() as folder, torch.inference_mode():
         probe = instrumented(Path(folder))
@@ -90,8 +93,13 @@ def main() -> None:
             def call(lib, src, dst):
                 return lambda: lib(kernel._params_ref, 2000, src, dst, None, None, None, tsum.data_ptr(), seen.data_ptr(),
                                    tsum_out.data_ptr(), emb.data_ptr())
+            kv = torch.stack([torch.stack(old[3 * layer:3 * layer + 2]) for layer in range(kernel.layers)])
+            live, small = kernel.cache_pointers(kv), [old[i].data_ptr() for i in kernel.small]
+            width = kernel.rows_written(int(old[3 * kernel.layers + 1]) if kernel.open > 1 else 0)
+            overwrites = int(old[-2]) + width > kv.shape[-2]
             times = {"fresh tensors": median_us(lambda: kernel(2000, state)),
-                     "rows only": median_us(lambda: kernel.step_rows(2000, state)),
+                     "live": median_us(lambda: kernel.step_live(2000, live, small, tsum.data_ptr(), int(state.seen_tokens),
+                                                                width, overwrites)),
                      "kept buffers": median_us(call(step, ptrs[0], ptrs[1])),
                      "in place": median_us(call(step, ptrs[2], ptrs[2]))}
             for i in range(8):

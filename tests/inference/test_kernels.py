@@ -120,33 +120,6 @@ def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, res
 
 @torch.no_grad()
 @pytest.mark.parametrize("open_tokens", [1, 3])
-def test_tova_step_rows_are_the_whole_step(open_tokens):
-    # step_rows writes the rows, slots and small entries of the state __call__ writes whole: the parent with
-    # those rows in place is that state, bit for bit, through evictions (40 tokens, 6 slots). With open tokens a
-    # step writes a block of rows when it commits, else none.
-    model = _tova(128, False, pooling_position_exponent=1.0, open_tokens=open_tokens)
-    step = Int8TOVAStep(model)
-    state = model.init_state(1)
-    for n, token in enumerate(torch.randint(0, 300, (40,)).tolist(), 1):
-        emb, whole = step(token, state)
-        emb_rows, slots, rows, small, token_sum, seen = step.step_rows(token, state)
-        assert torch.equal(emb, emb_rows) and torch.equal(seen, whole.seen_tokens)
-        assert torch.equal(token_sum, whole.token_sum)
-        for layer, layer_slots in enumerate(slots):
-            written = [layer_slots] if open_tokens == 1 else layer_slots
-            assert len(written) == (open_tokens if n % open_tokens == 0 else 0)
-            for kind in (0, 1):
-                rebuilt = state.cell_state[3 * layer + kind].clone()
-                rebuilt[0, written] = rows[layer, ..., kind, :]
-                assert torch.equal(rebuilt, whole.cell_state[3 * layer + kind])
-        assert all(torch.equal(a, whole.cell_state[i]) for a, i in zip(small, step.small))
-        assert rows.untyped_storage().nbytes() == 4 * rows.numel()  # what a checkpoint keeps: the rows written
-        state = whole
-    assert int(state.cell_state[-2]) == 40 // open_tokens * open_tokens
-
-
-@torch.no_grad()
-@pytest.mark.parametrize("open_tokens", [1, 3])
 def test_tova_step_live_is_the_whole_step_and_restore_undoes_it(open_tokens):
     # step_live writes into a cache the caller owns and one record: the cache after it, and the record's views,
     # are the state __call__ writes whole, bit for bit, through evictions (40 tokens, 6 slots); `restore` puts

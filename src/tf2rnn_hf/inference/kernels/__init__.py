@@ -263,9 +263,12 @@ class Int8TOVAStep(_FusedStep):
         self._record_emb = sum(self._record_small)  # then the token sum (residual students), then the rows
         self._record_head = self._record_emb + self.output_size * (2 if self.residual else 1)
 
-    def _run(self, input_ids, state: TF2RNNState, new: List[Optional[torch.Tensor]], rows=None, slots=None):
+    def __call__(self, input_ids, state: TF2RNNState):
+        """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
+        batch-1 fp32 CPU state, left unchanged."""
         token_id = self._token(input_ids)
         old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
+        new = [torch.empty((1, *shape)) for shape in self._shapes]
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # written only then
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
@@ -274,34 +277,9 @@ class Int8TOVAStep(_FusedStep):
         step, first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
             (self.lib.tf2rnn_tova_step, ())
         step(self._params_ref, token_id, *first, self._pointers(*(t.data_ptr() for t in old)),
-             self._pointers(*(None if t is None else t.data_ptr() for t in new)),
-             *(None if t is None else t.data_ptr() for t in (rows, slots)), None,
+             self._pointers(*(t.data_ptr() for t in new)), None, None, None,
              tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
-        return emb, token_sum, seen
-
-    def __call__(self, input_ids, state: TF2RNNState):
-        """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
-        batch-1 fp32 CPU state, left unchanged."""
-        new = [torch.empty((1, *shape)) for shape in self._shapes]
-        emb, token_sum, seen = self._run(input_ids, state, new)
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
-
-    def step_rows(self, input_ids, state: TF2RNNState):
-        """One step that writes what changed and no whole state: (embedding [1, O], the slots each layer wrote,
-        the key and value rows written, the entries of `small` (each layer's fill, then the pooling's), token sum,
-        seen tokens). A causal step writes one row a layer (slots [layers], rows [layers, 2, H]); one with open
-        tokens writes its block when it commits it (slots [layers][m], rows [layers, m, 2, H], m = open_tokens, or 0
-        while its tokens stay open). The new state is `state` with those rows and entries."""
-        new: List[Optional[torch.Tensor]] = [None] * len(self._shapes)
-        for i in self.small:
-            new[i] = torch.empty((1, *self._shapes[i]))
-        width = self.rows_written(int(state.cell_state[3 * self.layers + 1]) if self.open > 1 else 0)
-        rows = torch.empty(self.layers, width, 2, self.hidden_size)
-        slots = torch.empty(self.layers, width, dtype=torch.int32)
-        emb, token_sum, seen = self._run(input_ids, state, new, *((rows, slots) if width else ()))
-        if self.open == 1:
-            rows, slots = rows[:, 0], slots[:, 0]
-        return emb, slots.tolist(), rows, [new[i] for i in self.small], token_sum, seen
 
     def rows_written(self, held: int) -> int:
         """Rows a layer the next step commits from a state holding `held` open tokens: one (causal), the block
@@ -366,7 +344,8 @@ class Int8TOVAStep(_FusedStep):
 
     def record_views(self, record: torch.Tensor, width: int, overwrites: bool):
         """A record's parts as tensors (views): (`small`'s entries, embedding [1, O], token sum [1, O] or None
-        without the residual, rows, slots, rows replaced or None), shaped as `step_rows` returns them."""
+        without the residual, rows, slots, rows replaced or None). A causal step's rows are [layers, 2, H] and its
+        slots [layers]; with open tokens [layers, m, 2, H] and [layers][m]."""
         head, block, _ = self._record_sizes(width, overwrites)
         small = [record[o:o + n].view(1, *self._shapes[i])
                  for o, n, i in zip(self._record_offsets, self._record_small, self.small)]
