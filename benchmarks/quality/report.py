@@ -441,6 +441,9 @@ DEPTH_COST = (("GRU-768 (`make distill`: its own 12,000 texts, 7 min)", "gru768"
                "grouped-posweight-final4-at1d357c2"),
               ("inherited, 2 layers, causal", "l2", "student-tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-"
                "final4-at064aa1b-eval", "student-tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
+              ("inherited, 2 layers, causal, 45 min", "l2", "student-tova-l2-sampled150k-stride3-45-lr3e-4-grouped-"
+               "posweight-final4-at080bfdb-eval", "student-tova-l2-sampled150k-stride3-45-lr3e-4-grouped-posweight-"
+               "final4-at080bfdb"),
               ("inherited, 3 layers, causal", "l3", "student-tova-l3-sampled150k-stride3-lr3e-4-grouped-posweight-"
                "final4-at064aa1b-eval", "student-tova-l3-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
               ("inherited, 6 layers, causal (trainer of 91006fd)", "l6",
