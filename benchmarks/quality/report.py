@@ -256,9 +256,12 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("its control: every target, the same code and session",
              "student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b-eval",
              "student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b", False),
-            ("the control's recipe less fortunes' texts (--exclude_sources fortunes)",
-             "student-tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b-eval",
-             "student-tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b", False),
+            ("the control again, on session 31's machine (a repeat of the same recipe)",
+             "student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atc7ac7d7-eval",
+             "student-tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atc7ac7d7", False),
+            ("its recipe less fortunes' texts (--exclude_sources fortunes), right after it",
+             "student-tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7-eval",
+             "student-tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
@@ -411,9 +414,9 @@ STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
                     ("fortunes, three open tokens", "fortunes",
                      "tova-l6-sampled150k-stride3-open3-lr3e-4-grouped-posweight-final4-ated37f861",
                      "tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-final4-atfb4b852"),
-                    ("fortunes, eight open tokens", "fortunes",
-                     "tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b",
-                     "tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b"))
+                    ("fortunes, eight open tokens (both rows of session 31)", "fortunes",
+                     "tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atc7ac7d7",
+                     "tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7"))
 
 
 def student_transfer_table() -> str:
