@@ -3,8 +3,9 @@
 Builds a copy of the kernel with rdtsc counters around its sections (in a temporary folder; the package's
 kernel is untouched), runs it on a saved student at several prefix lengths and prints each section's share, and
 times the step four ways: into fresh tensors (what `model.step` does), on a live cache with one record (what a
-stream's keystroke does, `step_live`), into buffers kept between calls, and in place (one row per layer written). A probe for deciding what to
-speed up, not a benchmark figure.
+stream's keystroke does, `step_live`), into buffers kept between calls, and in place (one row per layer written).
+Causal students only: the sections are `tf2rnn_tova_step`'s. A probe for deciding what to speed up, not a benchmark
+figure.
 
     python benchmarks/probes/kernel_sections.py outputs/student-tova-l6-sampled-60-lr3e-4-grouped-posweight-final4
 """
@@ -98,8 +99,8 @@ def main() -> None:
             width = kernel.rows_written(int(old[3 * kernel.layers + 1]) if kernel.open > 1 else 0)
             overwrites = int(old[-2]) + width > kv.shape[-2]
             times = {"fresh tensors": median_us(lambda: kernel(2000, state)),
-                     "live": median_us(lambda: kernel.step_live(2000, live, small, tsum.data_ptr(), int(state.seen_tokens),
-                                                                width, overwrites)),
+                     "live": median_us(lambda: kernel.step_live(2000, live, small, tsum.data_ptr(),
+                                                                int(state.seen_tokens), width, overwrites)),
                      "kept buffers": median_us(call(step, ptrs[0], ptrs[1])),
                      "in place": median_us(call(step, ptrs[2], ptrs[2]))}
             for i in range(8):
