@@ -517,3 +517,6 @@ train tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-fin
   --exclude_sources fortunes
 on_source "$CONTROL_OPEN8_2" fortunes
 on_source tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7 fortunes
+# Three causal layers, the one shape of "Depth against cost" not trained (v22: 48x / 150x), at the depth rows'
+# texts and 20 minutes: between two layers (0.913 / 0.591) and six (0.956 / 0.703).
+train tova-l3-sampled150k-stride3-lr3e-4-grouped-posweight-final4-atc7ac7d7 --num_hidden_layers 3 "${DEPTH[@]}"
