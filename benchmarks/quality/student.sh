@@ -423,18 +423,6 @@ train tova-l6-sampled150k-stride3-open8-mid25-lr3e-4-grouped-posweight-final4-at
 train tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b --max_train_texts 150000 \
   --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
-# The left-out source with eight open tokens (the three-token rows above: fortunes 0.019 from in-domain): the
-# control row's recipe less fortunes' texts, both scored on fortunes' held-out sentences. Runs only where the
-# control's weights are: session 28's machine was shut down during this row's training, and outputs/ went with it.
-CONTROL_OPEN8=tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1b
-if [ -d "outputs/student-$CONTROL_OPEN8" ]; then
-  train tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b --max_train_texts 150000 \
-    --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20 --learning_rate 3e-4 \
-    --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4 \
-    --exclude_sources fortunes
-  on_source "$CONTROL_OPEN8" fortunes
-  on_source tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-at064aa1b fortunes
-fi
 # The cost side of depth (issue 19's per-keystroke target): what a keystroke costs at each depth, causal and with
 # eight open tokens, beside the GRU-768 of `make distill`, in one run. Speed does not depend on the weights' values
 # (TOVA evicts by them, but a full cache costs the same whichever slot goes), so these are fresh students of each
@@ -505,17 +493,17 @@ fi
 # layers' keystroke at 70x / 230x, between the fast tier's 105x / 306x and three layers' 48x / 150x.
 train tova-l2-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-at080bfdb --num_hidden_layers 2 "${DEPTH[@]}" \
   --train_minutes 45
-# The left-out source with eight open tokens, on this machine: the control row retrained (its weights went with
-# session 28's machine; a repeat of ...-open8-lr3e-4-...-at064aa1b's recipe, 0.981 / 0.798, so also a measure of
-# how far a 20-minute row moves between runs), then the same recipe less fortunes' texts; both scored on fortunes'
-# held-out sentences (three open tokens: 0.019 from in-domain).
-CONTROL_OPEN8_2=tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atc7ac7d7
+# The left-out source with eight open tokens: the control row retrained (session 28's machine was shut down during
+# this pair's left-out row, and the control's weights went with it; a repeat of ...-open8-lr3e-4-...-at064aa1b's
+# recipe, 0.981 / 0.798, so also a measure of how far a 20-minute row moves between runs), then the same recipe
+# less fortunes' texts; both scored on fortunes' held-out sentences (three open tokens: 0.019 from in-domain).
+CONTROL_OPEN8=tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atc7ac7d7
 OPEN8_20=(--max_train_texts 150000 --train_sample_seed 0 --stride 3 --open_tokens 8 --train_minutes 20
           --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4)
-train "$CONTROL_OPEN8_2" "${OPEN8_20[@]}"
+train "$CONTROL_OPEN8" "${OPEN8_20[@]}"
 train tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7 "${OPEN8_20[@]}" \
   --exclude_sources fortunes
-on_source "$CONTROL_OPEN8_2" fortunes
+on_source "$CONTROL_OPEN8" fortunes
 on_source tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7 fortunes
 # Three causal layers, the one shape of "Depth against cost" not trained (v22: 48x / 150x), at the depth rows'
 # texts and 20 minutes: between two layers (0.913 / 0.591) and six (0.956 / 0.703).
