@@ -255,6 +255,9 @@ class Int8TOVAStep(_FusedStep):
             pool_exp=cell.pooling_exponent.item() if cell.pooling_exponent is not None else 0.0,
             **{name: t.data_ptr() for name, t in tensors.items()})
         self._params_ref = ctypes.byref(self._params)
+        # Open tokens commit a block of rows every `open` steps (tf2rnn_tova_open_step), a causal step one row.
+        self._step, self._first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
+            (self.lib.tf2rnn_tova_step, ())
         self._shapes = model.cell.state_shapes()
         self._pointers = ctypes.c_void_p * len(self._shapes)
         self.small = TOVAAttentionCell.rewritten_entries(self.layers, len(self._shapes))
@@ -273,12 +276,9 @@ class Int8TOVAStep(_FusedStep):
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # written only then
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
         _follow_torch_threads(self.lib)
-        # Open tokens commit a block of rows every `open` steps (tf2rnn_tova_open_step), a causal step one row.
-        step, first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
-            (self.lib.tf2rnn_tova_step, ())
-        step(self._params_ref, token_id, *first, self._pointers(*(t.data_ptr() for t in old)),
-             self._pointers(*(t.data_ptr() for t in new)), None, None, None,
-             tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
+        self._step(self._params_ref, token_id, *self._first, self._pointers(*(t.data_ptr() for t in old)),
+                   self._pointers(*(t.data_ptr() for t in new)), None, None, None,
+                   tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
 
     def rows_written(self, held: int) -> int:
@@ -305,17 +305,18 @@ class Int8TOVAStep(_FusedStep):
         base = record.data_ptr()
         return [base + 4 * o for o in self._record_offsets], base + 4 * (self._record_emb + self.output_size)
 
-    def cache_pointers(self, kv: torch.Tensor) -> List[Optional[int]]:
-        """The state's pointers for `step_live` over a live cache `kv` ([layers, 2, 1, S, H], contiguous): each
-        layer's keys and values, None where `small`'s entries go."""
+    def cache_pointers(self, kv: torch.Tensor):
+        """The state pointers `step_live` reads and writes over a live cache `kv` ([layers, 2, 1, S, H],
+        contiguous): (inputs, outputs), two native arrays holding each layer's keys and values, whose `small`
+        entries each step sets (building the two arrays cost a one-layer keystroke more than setting them)."""
         if not kv.is_contiguous() or kv.dtype != torch.float32:
             raise ValueError("A live cache is one contiguous fp32 tensor [layers, 2, 1, slots, hidden].")
-        pointers: List[Optional[int]] = [None] * len(self._shapes)
+        ins = self._pointers()
         for layer in range(self.layers):
-            pointers[3 * layer], pointers[3 * layer + 1] = kv[layer, 0].data_ptr(), kv[layer, 1].data_ptr()
-        return pointers
+            ins[3 * layer], ins[3 * layer + 1] = kv[layer, 0].data_ptr(), kv[layer, 1].data_ptr()
+        return ins, self._pointers(*ins)
 
-    def step_live(self, input_ids, kv: List[Optional[int]], small: List[int], token_sum: int, seen: int, width: int,
+    def step_live(self, input_ids, kv, small: List[int], token_sum: int, seen: int, width: int,
                   overwrites: bool) -> torch.Tensor:
         """One step written into a cache the caller owns: `kv` is its `cache_pointers`, `small` and `token_sum`
         point to the parent state's other entries, `seen` counts its tokens and `width` is `rows_written`; with
@@ -324,22 +325,20 @@ class Int8TOVAStep(_FusedStep):
         token_id = self._token(input_ids)
         head, block, size = self._record_sizes(width, overwrites)
         record = torch.empty(size)
-        out_small, tsum_out = self.record_pointers(record)
-        ins, outs = list(kv), list(kv)
-        for i, a, b in zip(self.small, small, out_small):
-            ins[i], outs[i] = a, b
         base = record.data_ptr()
+        ins, outs = kv
+        for i, a, o in zip(self.small, small, self._record_offsets):
+            ins[i], outs[i] = a, base + 4 * o
         rows = slots = replaced = None  # written only by a step that commits rows
         if width:
             rows = base + 4 * head
             slots = rows + 4 * block
             replaced = slots + 4 * self.layers * width if overwrites else None
         _follow_torch_threads(self.lib)
-        step, first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
-            (self.lib.tf2rnn_tova_step, ())
-        step(self._params_ref, token_id, *first, self._pointers(*ins), self._pointers(*outs), rows, slots, replaced,
-             token_sum, ctypes.byref(ctypes.c_int64(seen + 1)), tsum_out if self.residual else token_sum,
-             base + 4 * self._record_emb)
+        self._step(self._params_ref, token_id, *self._first, ins, outs, rows, slots, replaced, token_sum,
+                   ctypes.byref(ctypes.c_int64(seen + 1)),
+                   base + 4 * (self._record_emb + self.output_size) if self.residual else token_sum,
+                   base + 4 * self._record_emb)
         return record
 
     def record_views(self, record: torch.Tensor, width: int, overwrites: bool):
