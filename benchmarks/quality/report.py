@@ -416,7 +416,10 @@ STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
                      "tova-l6-sampled150k-stride3-open3-no-fortunes-lr3e-4-grouped-posweight-final4-atfb4b852"),
                     ("fortunes, eight open tokens (both rows of session 31)", "fortunes",
                      "tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atc7ac7d7",
-                     "tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7"))
+                     "tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7"),
+                    ("dict-foldoc, eight open tokens (the same control, session 32)", "dict-foldoc",
+                     "tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atc7ac7d7",
+                     "tova-l6-sampled150k-stride3-open8-no-foldoc-lr3e-4-grouped-posweight-final4-atc7ac7d7"))
 
 
 def student_transfer_table() -> str:
