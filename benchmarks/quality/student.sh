@@ -515,3 +515,9 @@ train tova-l6-sampled150k-stride3-open8-no-foldoc-lr3e-4-grouped-posweight-final
   --exclude_sources dict-foldoc
 on_source "$CONTROL_OPEN8" dict-foldoc
 on_source tova-l6-sampled150k-stride3-open8-no-foldoc-lr3e-4-grouped-posweight-final4-atc7ac7d7 dict-foldoc
+# Sixteen open tokens: the untrained teacher with its newest 16-token block open starts where eight open tokens end
+# after 20 minutes (NA@10 0.793 against 0.673 untrained and 0.791-0.798 trained; benchmarks/probes/results/
+# block-causal-wide.json), so the eight-token control's recipe with --open_tokens 16, towards the 0.85 moonshot. A
+# keystroke runs up to 16 tokens through the six layers (the block's weight rows read once for all of them), and
+# training recomputes each target's partial block (more of them mid-block than at eight).
+train tova-l6-sampled150k-stride3-open16-lr3e-4-grouped-posweight-final4-at40bae08 "${OPEN8_20[@]}" --open_tokens 16
