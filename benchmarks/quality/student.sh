@@ -521,3 +521,8 @@ on_source tova-l6-sampled150k-stride3-open8-no-foldoc-lr3e-4-grouped-posweight-f
 # keystroke runs up to 16 tokens through the six layers (the block's weight rows read once for all of them), and
 # training recomputes each target's partial block (more of them mid-block than at eight).
 train tova-l6-sampled150k-stride3-open16-lr3e-4-grouped-posweight-final4-at40bae08 "${OPEN8_20[@]}" --open_tokens 16
+# What sixteen open tokens cost per keystroke beside eight, in one run (the trained row stands for its shape: speed
+# does not depend on the weights' values).
+[ -f "$OUT/student-speed-v23.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v23.json" \
+  --compare outputs/shape-l6-open8 \
+  outputs/student-tova-l6-sampled150k-stride3-open16-lr3e-4-grouped-posweight-final4-at40bae08
