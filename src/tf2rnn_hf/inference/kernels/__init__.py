@@ -27,7 +27,7 @@ import shutil
 import subprocess
 from functools import lru_cache
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import torch
 
@@ -256,7 +256,7 @@ class Int8TOVAStep(_FusedStep):
             **{name: t.data_ptr() for name, t in tensors.items()})
         self._params_ref = ctypes.byref(self._params)
         # Open tokens commit a block of rows every `open` steps (tf2rnn_tova_open_step), a causal step one row.
-        self._step, self._first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
+        self._native, self._first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
             (self.lib.tf2rnn_tova_step, ())
         self._shapes = model.cell.state_shapes()
         self._pointers = ctypes.c_void_p * len(self._shapes)
@@ -264,6 +264,7 @@ class Int8TOVAStep(_FusedStep):
         self._record_small = [math.prod(self._shapes[i]) for i in self.small]
         self._record_offsets = [sum(self._record_small[:k]) for k in range(len(self.small))]
         self._record_emb = sum(self._record_small)  # then the token sum (residual students), then the rows
+        self._record_tsum = self._record_emb + self.output_size
         self._record_head = self._record_emb + self.output_size * (2 if self.residual else 1)
 
     def __call__(self, input_ids, state: TF2RNNState):
@@ -276,9 +277,9 @@ class Int8TOVAStep(_FusedStep):
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # written only then
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
         _follow_torch_threads(self.lib)
-        self._step(self._params_ref, token_id, *self._first, self._pointers(*(t.data_ptr() for t in old)),
-                   self._pointers(*(t.data_ptr() for t in new)), None, None, None,
-                   tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
+        self._native(self._params_ref, token_id, *self._first, self._pointers(*(t.data_ptr() for t in old)),
+                     self._pointers(*(t.data_ptr() for t in new)), None, None, None,
+                     tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
 
     def rows_written(self, held: int) -> int:
@@ -303,9 +304,9 @@ class Int8TOVAStep(_FusedStep):
     def record_pointers(self, record: torch.Tensor):
         """(pointers of `small`'s entries, of the token sum) in a record: what a step from it reads."""
         base = record.data_ptr()
-        return [base + 4 * o for o in self._record_offsets], base + 4 * (self._record_emb + self.output_size)
+        return [base + 4 * o for o in self._record_offsets], base + 4 * self._record_tsum
 
-    def cache_pointers(self, kv: torch.Tensor):
+    def cache_pointers(self, kv: torch.Tensor) -> Tuple[ctypes.Array, ctypes.Array]:
         """The state pointers `step_live` reads and writes over a live cache `kv` ([layers, 2, 1, S, H],
         contiguous): (inputs, outputs), two native arrays holding each layer's keys and values, whose `small`
         entries each step sets (building the two arrays cost a one-layer keystroke more than setting them)."""
@@ -316,8 +317,8 @@ class Int8TOVAStep(_FusedStep):
             ins[3 * layer], ins[3 * layer + 1] = kv[layer, 0].data_ptr(), kv[layer, 1].data_ptr()
         return ins, self._pointers(*ins)
 
-    def step_live(self, input_ids, kv, small: List[int], token_sum: int, seen: int, width: int,
-                  overwrites: bool) -> torch.Tensor:
+    def step_live(self, input_ids, kv: Tuple[ctypes.Array, ctypes.Array], small: List[int], token_sum: int, seen: int,
+                  width: int, overwrites: bool) -> torch.Tensor:
         """One step written into a cache the caller owns: `kv` is its `cache_pointers`, `small` and `token_sum`
         point to the parent state's other entries, `seen` counts its tokens and `width` is `rows_written`; with
         `overwrites` the rows replaced are saved so that `restore` can undo the step. Returns the step's record
@@ -335,10 +336,9 @@ class Int8TOVAStep(_FusedStep):
             slots = rows + 4 * block
             replaced = slots + 4 * self.layers * width if overwrites else None
         _follow_torch_threads(self.lib)
-        self._step(self._params_ref, token_id, *self._first, ins, outs, rows, slots, replaced, token_sum,
-                   ctypes.byref(ctypes.c_int64(seen + 1)),
-                   base + 4 * (self._record_emb + self.output_size) if self.residual else token_sum,
-                   base + 4 * self._record_emb)
+        self._native(self._params_ref, token_id, *self._first, ins, outs, rows, slots, replaced, token_sum,
+                     ctypes.byref(ctypes.c_int64(seen + 1)),
+                     base + 4 * self._record_tsum if self.residual else token_sum, base + 4 * self._record_emb)
         return record
 
     def record_views(self, record: torch.Tensor, width: int, overwrites: bool):
