@@ -265,7 +265,7 @@ class Int8TOVAStep(_FusedStep):
         self._record_offsets = [sum(self._record_small[:k]) for k in range(len(self.small))]
         self._record_emb = sum(self._record_small)  # then the token sum (residual students), then the rows
         self._record_tsum = self._record_emb + self.output_size
-        self._record_head = self._record_emb + self.output_size * (2 if self.residual else 1)
+        self._record_head = self._record_tsum + (self.output_size if self.residual else 0)
 
     def __call__(self, input_ids, state: TF2RNNState):
         """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
@@ -350,7 +350,7 @@ class Int8TOVAStep(_FusedStep):
                  for o, n, i in zip(self._record_offsets, self._record_small, self.small)]
         at = self._record_emb
         emb = record[at:at + self.output_size].view(1, -1)
-        token_sum = record[at + self.output_size:head].view(1, -1) if self.residual else None
+        token_sum = record[self._record_tsum:head].view(1, -1) if self.residual else None
         shape = (self.layers, width, 2, self.hidden_size)
         rows = record[head:head + block].view(shape)
         slots = record[head + block:head + block + self.layers * width].view(torch.int32).view(self.layers, width)
