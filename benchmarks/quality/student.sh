@@ -529,3 +529,12 @@ train tova-l6-sampled150k-stride3-open16-lr3e-4-grouped-posweight-final4-at40bae
 # Twenty-four open tokens at the same 20 minutes (sixteen: 0.989 / 0.843, STS-B 81.83; untrained, 24 start at 0.837
 # NA@10 against 16's 0.793): whether the wide block reaches the 0.85 moonshot inside this recipe, and at what cost.
 train tova-l6-sampled150k-stride3-open24-lr3e-4-grouped-posweight-final4-at40bae08 "${OPEN8_20[@]}" --open_tokens 24
+# What twenty-four open tokens cost per keystroke beside sixteen, in one run (v23 put sixteen at 6.1x / 15.2x
+# against eight's 10.0x / 21.9x).
+[ -f "$OUT/student-speed-v24.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v24.json" \
+  --compare outputs/student-tova-l6-sampled150k-stride3-open16-lr3e-4-grouped-posweight-final4-at40bae08 \
+  outputs/student-tova-l6-sampled150k-stride3-open24-lr3e-4-grouped-posweight-final4-at40bae08
+# Sixteen open tokens for the card recipe's 45 minutes (20 minutes: 0.989 / 0.843, STS-B 81.83; the card student,
+# eight for 45 minutes: 0.983 / 0.810 / 81.96): the card candidate if it reaches the 0.85 NA@10 moonshot.
+train tova-l6-sampled150k-stride3-open16-45-lr3e-4-grouped-posweight-final4-at1f78114 "${OPEN8_20[@]}" \
+  --open_tokens 16 --train_minutes 45
