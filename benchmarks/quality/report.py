@@ -509,6 +509,47 @@ def depth_cost_table() -> str:
                               "texts at --stride 3 for 20 minutes unless named; a blank is a row not trained")
 
 
+# Open-block width against cost (student.sh): (width, the 20-minute row on the card recipe's texts, the speed runs
+# that timed its shape and the name each timed it under). Ratios move with the host's phase, so each run has its
+# own columns and only widths timed in the same run compare.
+PROBE = Path(__file__).parents[1] / "probes" / "results" / "block-causal-wide.json"
+_ROW = "student-tova-l6-sampled150k-stride3-open{}-lr3e-4-grouped-posweight-final4-at{}"
+_OPEN16, _OPEN24 = _ROW.format(16, "40bae08"), _ROW.format(24, "40bae08")
+OPEN_WIDTH = ((8, _ROW.format(8, "c7ac7d7"), (("student-speed-v23", "shape-l6-open8"),)),
+              (16, _OPEN16, (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))),
+              (24, _OPEN24, (("student-speed-v24", _OPEN24),)))
+
+
+def open_width_table() -> str:
+    """Fidelity against per-keystroke cost by open-block width: untrained (the block-causal probe) and trained."""
+    probe = json.loads(PROBE.read_text())["rows"] if PROBE.is_file() else {}
+    rows = {}
+    for width, name, timings in OPEN_WIDTH:
+        r, trained = load(f"{name}-eval"), load(name)
+        if not r:
+            continue
+        s_ = r["suites"]
+        f = s_["fidelity"]["student"]
+        row = {"NA@10 untrained": probe.get(f"W={width}", {}).get("neighbour_agreement@10", float("nan")),
+               "final_cosine": f["final_cosine"], "NA@10": f["neighbour_agreement@10"],
+               "STS-B": s_["sts-b"]["student"]["spearman"],
+               "keystroke_cosine": s_["keystroke"]["student"]["keystroke_cosine"]}
+        if trained:
+            row.update({"samples/s": trained["train"]["train_samples_per_second"], "epochs": trained["train"]["epoch"]})
+        for run, timed in timings:
+            speed = load(run)
+            for keystroke in speed["keystroke"] if speed else ():
+                if keystroke["prefix_tokens"] in (64, 256):
+                    row[f"x cheaper @{keystroke['prefix_tokens']} ({run[len('student-speed-'):]})"] = \
+                        keystroke[f"speedup_{timed}_int8"]
+        rows[f"{width} open tokens, 20 min"] = row
+    return format_table(rows, "Open-block width against cost (student.sh): six inherited layers, the card recipe's "
+                              "150,000 texts at --stride 3 for 20 minutes; NA@10 of the teacher itself under the "
+                              "block-causal mask (benchmarks/probes/block_causal.py, block-causal-wide.json) beside "
+                              "the trained row's; per keystroke, int8, batch 1, keystrokes over every block "
+                              "alignment, against the teacher in the same run (student-speed-v23/-v24.json; a blank "
+                              "is a width that run did not time)") if rows else ""
+
 def main():
     flags = sys.argv[1:]
     sections = (("--cells", cell_comparison), ("--peers", transfer_peer_table), ("--transfer", transfer_table))
@@ -592,7 +633,7 @@ def main():
                                       "temperature 0.05)"))
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
-                           transfer_table(), student_transfer_table(), depth_cost_table()) if t)
+                           transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown
