@@ -271,6 +271,9 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("twenty-four open tokens, 20 min (--open_tokens 24)",
              "student-tova-l6-sampled150k-stride3-open24-lr3e-4-grouped-posweight-final4-at40bae08-eval",
              "student-tova-l6-sampled150k-stride3-open24-lr3e-4-grouped-posweight-final4-at40bae08", False),
+            ("sixteen open tokens, 45 min (--open_tokens 16, the card recipe's minutes)",
+             "student-tova-l6-sampled150k-stride3-open16-45-lr3e-4-grouped-posweight-final4-at1f78114-eval",
+             "student-tova-l6-sampled150k-stride3-open16-45-lr3e-4-grouped-posweight-final4-at1f78114", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
@@ -509,7 +512,7 @@ def depth_cost_table() -> str:
                               "texts at --stride 3 for 20 minutes unless named; a blank is a row not trained")
 
 
-# Open-block width against cost (student.sh): (width, the 20-minute row on the card recipe's texts, the speed runs
+# Open-block width against cost (student.sh): (width, a row on the card recipe's texts, the speed runs
 # that timed its shape and the name each timed it under). Ratios move with the host's phase, so each run has its
 # own columns and only widths timed in the same run compare.
 PROBE = Path(__file__).parents[1] / "probes" / "results" / "block-causal-wide.json"
@@ -517,7 +520,9 @@ _ROW = "student-tova-l6-sampled150k-stride3-open{}-lr3e-4-grouped-posweight-fina
 _OPEN16, _OPEN24 = _ROW.format(16, "40bae08"), _ROW.format(24, "40bae08")
 OPEN_WIDTH = ((8, _ROW.format(8, "c7ac7d7"), (("student-speed-v23", "shape-l6-open8"),)),
               (16, _OPEN16, (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))),
-              (24, _OPEN24, (("student-speed-v24", _OPEN24),)))
+              (24, _OPEN24, (("student-speed-v24", _OPEN24),)),
+              (16, _ROW.replace("open{}", "open{}-45").format(16, "1f78114"),  # its shape is the row above's
+               (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))))
 
 
 def open_width_table() -> str:
@@ -542,9 +547,9 @@ def open_width_table() -> str:
                 if keystroke["prefix_tokens"] in (64, 256):
                     row[f"x cheaper @{keystroke['prefix_tokens']} ({run[len('student-speed-'):]})"] = \
                         keystroke[f"speedup_{timed}_int8"]
-        rows[f"{width} open tokens, 20 min"] = row
+        rows[f"{width} open tokens, {'45' if '-45-' in name else '20'} min"] = row
     return format_table(rows, "Open-block width against cost (student.sh): six inherited layers, the card recipe's "
-                              "150,000 texts at --stride 3 for 20 minutes; NA@10 of the teacher itself under the "
+                              "150,000 texts at --stride 3 for the minutes named; NA@10 of the teacher itself under the "
                               "block-causal mask (benchmarks/probes/block_causal.py, block-causal-wide.json) beside "
                               "the trained row's; per keystroke, int8, batch 1, keystrokes over every block "
                               "alignment, against the teacher in the same run (student-speed-v23/-v24.json; a blank "
