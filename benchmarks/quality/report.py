@@ -431,7 +431,10 @@ STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
                      "tova-l6-sampled150k-stride3-open8-no-fortunes-lr3e-4-grouped-posweight-final4-atc7ac7d7"),
                     ("dict-foldoc, eight open tokens (the same control, session 32)", "dict-foldoc",
                      "tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-atc7ac7d7",
-                     "tova-l6-sampled150k-stride3-open8-no-foldoc-lr3e-4-grouped-posweight-final4-atc7ac7d7"))
+                     "tova-l6-sampled150k-stride3-open8-no-foldoc-lr3e-4-grouped-posweight-final4-atc7ac7d7"),
+                    ("dict-foldoc, sixteen open tokens (session 33)", "dict-foldoc",
+                     "tova-l6-sampled150k-stride3-open16-lr3e-4-grouped-posweight-final4-at40bae08",
+                     "tova-l6-sampled150k-stride3-open16-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114"))
 
 
 def student_transfer_table() -> str:
