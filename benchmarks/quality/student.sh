@@ -85,6 +85,7 @@ gru() {  # NAME -- distill args
     cp "outputs/student-$name/results.json" "$OUT/student-$name.json"
     echo "done student-$name"
   fi
+  evaluate "$name"
 }
 gru gru-l2-residual --num_hidden_layers 2 --residual_layers true --hidden_size 480
 gru gru-l3-residual --num_hidden_layers 3 --residual_layers true --hidden_size 384
