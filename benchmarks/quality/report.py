@@ -484,6 +484,20 @@ DEPTH_COST = (("GRU-768 (`make distill`: its own 12,000 texts, 7 min)", "gru768"
                "open8-45-lr3e-4-grouped-posweight-final4-at62e9228"))
 
 
+def _scored(r, trained) -> dict:
+    """A row's fidelity, STS-B and keystroke cosine from its evaluation, and its training speed where it trained."""
+    row = {}
+    if r:
+        s_ = r["suites"]
+        f = s_["fidelity"]["student"]
+        row.update({"final_cosine": f["final_cosine"], "NA@10": f["neighbour_agreement@10"],
+                    "STS-B": s_["sts-b"]["student"]["spearman"],
+                    "keystroke_cosine": s_["keystroke"]["student"]["keystroke_cosine"]})
+    if trained:
+        row.update({"samples/s": trained["train"]["train_samples_per_second"], "epochs": trained["train"]["epoch"]})
+    return row
+
+
 def depth_cost_table() -> str:
     """Fidelity against per-keystroke cost by depth and open tokens: issue 19's speed target as a curve."""
     speed, before = load("student-speed-v22"), load("student-speed-v21")
@@ -501,15 +515,7 @@ def depth_cost_table() -> str:
         row = {"weights per token (M)": info.get("parameters_without_token_table", float("nan")) / 1e6,
                **{f"x cheaper per keystroke @{n}": ratio[(shape, n)] for n in (16, 64, 256) if (shape, n) in ratio},
                "@64 in v21": ratio_before.get((shape, 64), float("nan"))}
-        r, trained = load(eval_file), load(train_file) if train_file else None
-        if r:
-            s_ = r["suites"]
-            f = s_["fidelity"]["student"]
-            row.update({"final_cosine": f["final_cosine"], "NA@10": f["neighbour_agreement@10"],
-                        "STS-B": s_["sts-b"]["student"]["spearman"],
-                        "keystroke_cosine": s_["keystroke"]["student"]["keystroke_cosine"]})
-        if trained:
-            row.update({"samples/s": trained["train"]["train_samples_per_second"], "epochs": trained["train"]["epoch"]})
+        row.update(_scored(load(eval_file), load(train_file) if train_file else None))
         rows[label] = row
     return format_table(rows, "Depth against cost (student.sh): per keystroke, int8, batch 1, against the teacher "
                               "re-encoding the prefix, every shape in one run (student-speed-v22.json, with the lean "
@@ -518,42 +524,36 @@ def depth_cost_table() -> str:
                               "texts at --stride 3 for 20 minutes unless named; a blank is a row not trained")
 
 
-# Open-block width against cost (student.sh): (width, a row on the card recipe's texts, the speed runs
+# Open-block width against cost (student.sh): (label, width, a row on the card recipe's texts, the speed runs
 # that timed its shape and the name each timed it under). Ratios move with the host's phase, so each run has its
 # own columns and only widths timed in the same run compare.
 PROBE = Path(__file__).parents[1] / "probes" / "results" / "block-causal-wide.json"
 _ROW = "student-tova-l6-sampled150k-stride3-open{}-lr3e-4-grouped-posweight-final4-at{}"
 _OPEN16, _OPEN24 = _ROW.format(16, "40bae08"), _ROW.format(24, "40bae08")
-OPEN_WIDTH = ((8, _ROW.format(8, "c7ac7d7"), (("student-speed-v23", "shape-l6-open8"),)),
-              (16, _OPEN16, (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))),
-              (24, _OPEN24, (("student-speed-v24", _OPEN24),)),
-              (16, _ROW.replace("open{}", "open{}-45").format(16, "1f78114"),  # its shape is the row above's
-               (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))))
+OPEN_WIDTH = (("8 open tokens, 20 min", 8, _ROW.format(8, "c7ac7d7"), (("student-speed-v23", "shape-l6-open8"),)),
+              ("16 open tokens, 20 min", 16, _OPEN16, (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))),
+              ("24 open tokens, 20 min", 24, _OPEN24, (("student-speed-v24", _OPEN24),)),
+              ("16 open tokens, 45 min", 16, _ROW.replace("open{}", "open{}-45").format(16, "1f78114"),
+               (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))))  # its shape: the 20-minute row's
 
 
 def open_width_table() -> str:
     """Fidelity against per-keystroke cost by open-block width: untrained (the block-causal probe) and trained."""
     probe = json.loads(PROBE.read_text())["rows"] if PROBE.is_file() else {}
     rows = {}
-    for width, name, timings in OPEN_WIDTH:
-        r, trained = load(f"{name}-eval"), load(name)
+    for label, width, name, timings in OPEN_WIDTH:
+        r = load(f"{name}-eval")
         if not r:
             continue
-        s_ = r["suites"]
-        f = s_["fidelity"]["student"]
         row = {"NA@10 untrained": probe.get(f"W={width}", {}).get("neighbour_agreement@10", float("nan")),
-               "final_cosine": f["final_cosine"], "NA@10": f["neighbour_agreement@10"],
-               "STS-B": s_["sts-b"]["student"]["spearman"],
-               "keystroke_cosine": s_["keystroke"]["student"]["keystroke_cosine"]}
-        if trained:
-            row.update({"samples/s": trained["train"]["train_samples_per_second"], "epochs": trained["train"]["epoch"]})
+               **_scored(r, load(name))}
         for run, timed in timings:
             speed = load(run)
             for keystroke in speed["keystroke"] if speed else ():
                 if keystroke["prefix_tokens"] in (64, 256):
                     row[f"x cheaper @{keystroke['prefix_tokens']} ({run[len('student-speed-'):]})"] = \
                         keystroke[f"speedup_{timed}_int8"]
-        rows[f"{width} open tokens, {'45' if '-45-' in name else '20'} min"] = row
+        rows[label] = row
     return format_table(rows, "Open-block width against cost (student.sh): six inherited layers, the card recipe's "
                               "150,000 texts at --stride 3 for the minutes named; NA@10 of the teacher itself under the "
                               "block-causal mask (benchmarks/probes/block_causal.py, block-causal-wide.json) beside "
