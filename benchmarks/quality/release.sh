@@ -8,9 +8,12 @@
 #   tf2rnn-minilm-long: half the sentences joined into 100+-token passages (a target every 4th prefix), so
 #     the state holds past sentence length (results/passages-*.json); training in ONE process with both
 #     cores (on two cores it outran DDP: results/ddp.json).
+#   PRESET=<name>: a shipped preset's recipe instead of the GRU's, e.g. NAME=tf2rnn-minilm-fast
+#     PRESET=inherited-fast (its texts, stride and minutes; trained in one process with both cores, as
+#     student.sh's rows of it were). The trajectories are still split over two processes.
 # Variables (defaults follow NAME):
-#   TRAIN_TEXTS (200000)  TRAIN_MINUTES (45)  PASSAGES (passage options; "" = sentences only)
-#   DDP (1: two training processes, batch 32 each; 0: one process, batch 64, THREADS threads, default 2)
+#   TRAIN_TEXTS (200000; a preset's own)  TRAIN_MINUTES (45; a preset's own)  PASSAGES (passage options; "" = sentences only)
+#   DDP (1: two training processes, batch 32 each; 0: one process, batch 64, THREADS threads, default 2; 0 with PRESET)
 #   EXTRA: more distill options for both steps (later options win, e.g. EXTRA="--hidden_size 384")
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,6 +22,8 @@ NAME=${NAME:-tf2rnn-minilm}
 OUT=${OUT:-outputs/$NAME}
 RESULT=benchmarks/quality/results/release.json
 [ "$NAME" = tf2rnn-minilm ] || RESULT=benchmarks/quality/results/release-$NAME.json
+PRESET=${PRESET:-}
+[ -z "$PRESET" ] || DDP=${DDP:-0}
 case "$NAME" in
   *-long) PASSAGES=${PASSAGES---passage_tokens 100 --passage_fraction 0.5 --passage_stride 4 --max_tokens 128}
           DDP=${DDP:-0} ;;
@@ -27,16 +32,25 @@ esac
 start=$(date +%s)
 LAUNCH2="$PY -m accelerate.commands.launch --multi_gpu --num_processes 2 --num_machines 1 --mixed_precision no --dynamo_backend no"
 # Data options: the same in both steps, so training finds every trajectory the first step cached.
-data=(--max_train_texts "${TRAIN_TEXTS:-200000}" --max_eval_texts 1000 $PASSAGES ${EXTRA:-})
+if [ -n "$PRESET" ]; then
+  data=(--preset "$PRESET" ${TRAIN_TEXTS:+--max_train_texts $TRAIN_TEXTS} --max_eval_texts 1000 $PASSAGES ${EXTRA:-})
+else
+  data=(--max_train_texts "${TRAIN_TEXTS:-200000}" --max_eval_texts 1000 $PASSAGES ${EXTRA:-})
+fi
 OMP_NUM_THREADS=1 $LAUNCH2 examples/distill.py "${data[@]}" --trajectories_only true --report_to none \
   --disable_tqdm true --output_dir "$OUT"
 cached=$(date +%s)
 if [ "$DDP" = 1 ]; then train=($LAUNCH2); threads=1; batch=32  # the global batch stays 64
 else train=($PY); threads=${THREADS:-2}; batch=64; fi
-OMP_NUM_THREADS=$threads "${train[@]}" examples/distill.py --hidden_size 768 --per_device_train_batch_size $batch \
-  --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "${TRAIN_MINUTES:-45}" --transition_until 0.3 \
-  --anneal 0.2 --report_to none --logging_steps 100 --save_strategy no --disable_tqdm true --output_dir "$OUT" \
-  "${data[@]}"
+if [ -n "$PRESET" ]; then
+  OMP_NUM_THREADS=$threads "${train[@]}" examples/distill.py "${data[@]}" ${TRAIN_MINUTES:+--train_minutes $TRAIN_MINUTES} \
+    --per_device_train_batch_size $batch --report_to none --disable_tqdm true --output_dir "$OUT"
+else
+  OMP_NUM_THREADS=$threads "${train[@]}" examples/distill.py --hidden_size 768 --per_device_train_batch_size $batch \
+    --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "${TRAIN_MINUTES:-45}" --transition_until 0.3 \
+    --anneal 0.2 --report_to none --logging_steps 100 --save_strategy no --disable_tqdm true --output_dir "$OUT" \
+    "${data[@]}"
+fi
 trained=$(date +%s)
 $PY benchmarks/quality/report.py --cells > "$OUT/cells.md"
 $PY -m tf2rnn_hf.cli evaluate "$OUT" --card "tf2rnn/$NAME" --card-extra "$OUT/cells.md" --output "$OUT/eval"
