@@ -277,6 +277,9 @@ STUDENTS = (("GRU-768 (make distill until it drew across sources)", "quick-wordn
             ("sixteen open tokens, 45 min (--open_tokens 16, the card recipe's minutes)",
              "student-tova-l6-sampled150k-stride3-open16-45-lr3e-4-grouped-posweight-final4-at1f78114-eval",
              "student-tova-l6-sampled150k-stride3-open16-45-lr3e-4-grouped-posweight-final4-at1f78114", False),
+            ("the same, --seed 1 (another batch order; session 34)",
+             "student-tova-l6-sampled150k-stride3-open16-45-seed1-lr3e-4-grouped-posweight-final4-at1f78114-eval",
+             "student-tova-l6-sampled150k-stride3-open16-45-seed1-lr3e-4-grouped-posweight-final4-at1f78114", False),
             ("inherited, 6 layers, 60,000 sampled texts (holding the 30,000), 45 min, lr 3e-4, length-grouped batches",
              "student-tova-l6-sampled60k-45-lr3e-4-grouped-eval", "student-tova-l6-sampled60k-45-lr3e-4-grouped",
              False),
@@ -457,6 +460,9 @@ def student_transfer_table() -> str:
 DEPTH_COST = (("GRU-768 (`make distill`: its own 12,000 texts, 7 min)", "gru768", "quick-eval", None),
               ("inherited, 1 layer, causal", "l1", "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-"
                "final4-at064aa1b-eval", "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
+              ("inherited, 1 layer, causal, at `make distill`'s texts and 7 minutes", "l1",
+               "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114-eval",
+               "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114"),
               ("inherited, 1 layer copied from the teacher's first", "l1", "student-tova-l1-layer0-sampled150k-stride3-"
                "lr3e-4-grouped-posweight-final4-at1d357c2-eval", "student-tova-l1-layer0-sampled150k-stride3-lr3e-4-"
                "grouped-posweight-final4-at1d357c2"),
@@ -534,7 +540,9 @@ OPEN_WIDTH = (("8 open tokens, 20 min", 8, _ROW.format(8, "c7ac7d7"), (("student
               ("16 open tokens, 20 min", 16, _OPEN16, (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))),
               ("24 open tokens, 20 min", 24, _OPEN24, (("student-speed-v24", _OPEN24),)),
               ("16 open tokens, 45 min", 16, _ROW.replace("open{}", "open{}-45").format(16, "1f78114"),
-               (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))))  # its shape: the 20-minute row's
+               (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))),  # its shape: the 20-minute row's
+              ("16 open tokens, 45 min, --seed 1", 16, _ROW.replace("open{}", "open{}-45-seed1").format(16, "1f78114"),
+               (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))))
 
 
 def open_width_table() -> str:

@@ -551,3 +551,14 @@ on_source "$OPEN16_20" dict-foldoc
 distill_row "$NO_FOLDOC16" "${OPEN8_20[@]}" --open_tokens 16 --exclude_sources dict-foldoc
 on_source "$NO_FOLDOC16" dict-foldoc
 evaluate "$NO_FOLDOC16"
+# A second run of the wide card's recipe (sixteen open tokens, 45 minutes: 0.990 / 0.858, STS-B 82.01, one run),
+# with --seed 1 (another batch order from the same inherited weights), before the 0.85 NA@10 moonshot is called
+# more than one run's result.
+train tova-l6-sampled150k-stride3-open16-45-seed1-lr3e-4-grouped-posweight-final4-at1f78114 "${OPEN8_20[@]}" \
+  --open_tokens 16 --train_minutes 45 --seed 1
+# The fast tier's shape (one inherited layer, causal) at the quick preset's data and time: `make distill`'s 12,000
+# texts drawn across sources, every prefix, 7 minutes (its GRU-768: 0.831 / 0.422, STS-B 75.02, quick-eval.json),
+# with the inherited recipe's optimiser settings: what `make distill` would give if the default student were the
+# fast tier rather than the GRU.
+train tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114 --num_hidden_layers 1 --train_sample_seed 0 \
+  --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
