@@ -562,3 +562,7 @@ train tova-l6-sampled150k-stride3-open16-45-seed1-lr3e-4-grouped-posweight-final
 # fast tier rather than the GRU.
 train tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114 --num_hidden_layers 1 --train_sample_seed 0 \
   --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# The same for the six inherited layers (causal: exactly `--preset inherited`), so both tiers' shapes have a row at
+# `make distill`'s data and minutes beside its GRU.
+train tova-l6-quick-lr3e-4-grouped-posweight-final4-at1f78114 --train_sample_seed 0 --learning_rate 3e-4 \
+  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
