@@ -476,6 +476,9 @@ DEPTH_COST = (("GRU-768 (`make distill`: its own 12,000 texts, 7 min)", "gru768"
                "final4-at080bfdb"),
               ("inherited, 3 layers, causal", "l3", "student-tova-l3-sampled150k-stride3-lr3e-4-grouped-posweight-"
                "final4-atc7ac7d7-eval", "student-tova-l3-sampled150k-stride3-lr3e-4-grouped-posweight-final4-atc7ac7d7"),
+              ("inherited, 6 layers, causal, at `make distill`'s texts and 7 minutes (`--preset inherited`)", "l6",
+               "student-tova-l6-quick-lr3e-4-grouped-posweight-final4-at1f78114-eval",
+               "student-tova-l6-quick-lr3e-4-grouped-posweight-final4-at1f78114"),
               ("inherited, 6 layers, causal (trainer of 91006fd)", "l6",
                "student-tova-l6-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at91006fd-eval",
                "student-tova-l6-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at91006fd"),
