@@ -566,3 +566,7 @@ train tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114 --num_hidden_layer
 # `make distill`'s data and minutes beside its GRU.
 train tova-l6-quick-lr3e-4-grouped-posweight-final4-at1f78114 --train_sample_seed 0 --learning_rate 3e-4 \
   --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+# The default's per-keystroke comparison in a run of its own: the fast tier's shape against GRU-768's (v22, beside
+# five more shapes: 105x / 306x against 97x / 364x), before the fast tier replaces the GRU as the default.
+[ -f "$OUT/student-speed-v25.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v25.json" \
+  --compare outputs/shape-gru768 outputs/shape-l1
