@@ -440,7 +440,10 @@ STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
                      "tova-l6-sampled150k-stride3-open8-no-foldoc-lr3e-4-grouped-posweight-final4-atc7ac7d7"),
                     ("dict-foldoc, sixteen open tokens (session 33)", "dict-foldoc",
                      "tova-l6-sampled150k-stride3-open16-lr3e-4-grouped-posweight-final4-at40bae08",
-                     "tova-l6-sampled150k-stride3-open16-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114"))
+                     "tova-l6-sampled150k-stride3-open16-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114"),
+                    ("dict-foldoc, one causal layer at make distill's 12,000 texts and 7 minutes (session 34)",
+                     "dict-foldoc", "tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114",
+                     "tova-l1-quick-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114"))
 
 
 def student_transfer_table() -> str:
@@ -451,8 +454,8 @@ def student_transfer_table() -> str:
         if seen and left:
             rows[label] = transfer_row(seen["suites"]["fidelity"], left["suites"]["fidelity"])
     return format_table(rows, "Leave one source out, inherited student (student.sh): an open-token 20-minute row "
-                              "(150,000 texts at --stride 3) and the same draw less the source's texts, scored on "
-                              "that source's held-out sentences") if rows else ""
+                              "(150,000 texts at --stride 3) unless the label says otherwise, and the same draw less "
+                              "the source's texts, scored on that source's held-out sentences") if rows else ""
 
 
 # Depth against cost (student.sh): (label, the shape student.sh times in student-speed-v21.json, the row whose

@@ -570,3 +570,11 @@ train tova-l6-quick-lr3e-4-grouped-posweight-final4-at1f78114 --train_sample_see
 # five more shapes: 105x / 306x against 97x / 364x), before the fast tier replaces the GRU as the default.
 [ -f "$OUT/student-speed-v25.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v25.json" \
   --compare outputs/shape-gru768 outputs/shape-l1
+# A left-out source for the default-to-be at `make distill`'s budget: the fast tier's quick row less FOLDOC's texts,
+# both scored on FOLDOC's held-out sentences (the quick GRU lost 0.047 there, transfer-*.json).
+L1_QUICK=tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114
+L1_QUICK_NO_FOLDOC=tova-l1-quick-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114
+on_source "$L1_QUICK" dict-foldoc
+distill_row "$L1_QUICK_NO_FOLDOC" --num_hidden_layers 1 --train_sample_seed 0 --learning_rate 3e-4 \
+  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4 --exclude_sources dict-foldoc
+on_source "$L1_QUICK_NO_FOLDOC" dict-foldoc
