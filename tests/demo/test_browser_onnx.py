@@ -1,6 +1,7 @@
 """In the browser itself: examples/browser runs the exported step graph in onnxruntime-web with its own
 WordPiece and streaming encoder, in Debian's headless Chromium; after every key of a typed text, a
-backspace included, its embedding is within 1e-4 of the Python stream's."""
+backspace included, its embedding is within 1e-4 of the Python stream's. For a GRU student and for the fast
+tier's shape (one inherited `tova_attention` layer), whose four slots the typed text overflows into evictions."""
 
 import shutil
 from pathlib import Path
@@ -9,6 +10,7 @@ import pytest
 import torch
 from conftest import lively_gru_student, needs_chromium
 
+from tf2rnn_hf.distill import build_student
 from tf2rnn_hf.inference.streaming import StreamingEncoder
 
 pytest.importorskip("onnxruntime", reason="the onnx extra is not installed")
@@ -24,9 +26,13 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def site(teacher, tmp_path_factory):
-    model, tokenizer = lively_gru_student(teacher)
+@pytest.fixture(scope="module", params=["gru", "tova_attention"])
+def site(request, teacher, tmp_path_factory):
+    if request.param == "gru":
+        model, tokenizer = lively_gru_student(teacher)
+    else:
+        model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=4,
+                                         pooling_position_exponent=1.0)
     root = tmp_path_factory.mktemp("site")
     for name in ("index.html", "tf2rnn.js"):
         shutil.copy(PAGE / name, root / name)
