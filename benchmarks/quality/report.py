@@ -542,13 +542,13 @@ def depth_cost_table() -> str:
 PROBE = Path(__file__).parents[1] / "probes" / "results" / "block-causal-wide.json"
 _ROW = "student-tova-l6-sampled150k-stride3-open{}-lr3e-4-grouped-posweight-final4-at{}"
 _OPEN16, _OPEN24 = _ROW.format(16, "40bae08"), _ROW.format(24, "40bae08")
+_OPEN16_TIMED = (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))  # the 45-minute rows share its shape
 OPEN_WIDTH = (("8 open tokens, 20 min", 8, _ROW.format(8, "c7ac7d7"), (("student-speed-v23", "shape-l6-open8"),)),
-              ("16 open tokens, 20 min", 16, _OPEN16, (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))),
+              ("16 open tokens, 20 min", 16, _OPEN16, _OPEN16_TIMED),
               ("24 open tokens, 20 min", 24, _OPEN24, (("student-speed-v24", _OPEN24),)),
-              ("16 open tokens, 45 min", 16, _ROW.replace("open{}", "open{}-45").format(16, "1f78114"),
-               (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))),  # its shape: the 20-minute row's
+              ("16 open tokens, 45 min", 16, _ROW.replace("open{}", "open{}-45").format(16, "1f78114"), _OPEN16_TIMED),
               ("16 open tokens, 45 min, --seed 1", 16, _ROW.replace("open{}", "open{}-45-seed1").format(16, "1f78114"),
-               (("student-speed-v23", _OPEN16), ("student-speed-v24", _OPEN16))))
+               _OPEN16_TIMED))
 
 
 def open_width_table() -> str:

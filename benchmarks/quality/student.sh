@@ -560,21 +560,20 @@ train tova-l6-sampled150k-stride3-open16-45-seed1-lr3e-4-grouped-posweight-final
 # texts drawn across sources, every prefix, 7 minutes (its GRU-768: 0.831 / 0.422, STS-B 75.02, quick-eval.json),
 # with the inherited recipe's optimiser settings: what `make distill` would give if the default student were the
 # fast tier rather than the GRU.
-train tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114 --num_hidden_layers 1 --train_sample_seed 0 \
-  --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+INHERITED_QUICK=(--train_sample_seed 0 --learning_rate 3e-4 --train_sampling_strategy group_by_length
+                 --pooling_position_exponent 1 --final_weight 4)
+L1_QUICK=tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114
+train "$L1_QUICK" --num_hidden_layers 1 "${INHERITED_QUICK[@]}"
 # The same for the six inherited layers (causal: exactly `--preset inherited`), so both tiers' shapes have a row at
 # `make distill`'s data and minutes beside its GRU.
-train tova-l6-quick-lr3e-4-grouped-posweight-final4-at1f78114 --train_sample_seed 0 --learning_rate 3e-4 \
-  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4
+train tova-l6-quick-lr3e-4-grouped-posweight-final4-at1f78114 "${INHERITED_QUICK[@]}"
 # The default's per-keystroke comparison in a run of its own: the fast tier's shape against GRU-768's (v22, beside
 # five more shapes: 105x / 306x against 97x / 364x), before the fast tier replaces the GRU as the default.
 [ -f "$OUT/student-speed-v25.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v25.json" \
   --compare outputs/shape-gru768 outputs/shape-l1
 # A left-out source for the default-to-be at `make distill`'s budget: the fast tier's quick row less FOLDOC's texts,
 # both scored on FOLDOC's held-out sentences (the quick GRU lost 0.047 there, transfer-*.json).
-L1_QUICK=tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114
 L1_QUICK_NO_FOLDOC=tova-l1-quick-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114
 on_source "$L1_QUICK" dict-foldoc
-distill_row "$L1_QUICK_NO_FOLDOC" --num_hidden_layers 1 --train_sample_seed 0 --learning_rate 3e-4 \
-  --train_sampling_strategy group_by_length --pooling_position_exponent 1 --final_weight 4 --exclude_sources dict-foldoc
+distill_row "$L1_QUICK_NO_FOLDOC" --num_hidden_layers 1 "${INHERITED_QUICK[@]}" --exclude_sources dict-foldoc
 on_source "$L1_QUICK_NO_FOLDOC" dict-foldoc
