@@ -3,10 +3,11 @@
 # for TRAIN_MINUTES of one core, with and without the keystroke loss (keystrokes that end inside a word,
 # run as the streaming encoder runs them), then measure per-keystroke and token-prefix fidelity on
 # held-out text for the base and both fine-tunes. Same texts, same time, same learning rate.
-#   BASE (default outputs/tf2rnn-minilm)  TRAIN_TEXTS (default 4000)  TRAIN_MINUTES (default 8)
+#   BASE (default outputs/tf2rnn-minilm-gru: the GRU-768 release these rows fine-tuned)
+#   TRAIN_TEXTS (default 4000)  TRAIN_MINUTES (default 8)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BASE=${BASE:-outputs/tf2rnn-minilm}
+BASE=${BASE:-outputs/tf2rnn-minilm-gru}
 common=(--init_from "$BASE" --prefix_unit char --max_train_texts "${TRAIN_TEXTS:-4000}" --max_eval_texts 1000
         --per_device_train_batch_size 64 --learning_rate 3e-4 --warmup_steps 0.05
         --train_minutes "${TRAIN_MINUTES:-8}" --report_to none --logging_steps 50 --save_strategy no

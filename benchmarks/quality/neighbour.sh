@@ -4,10 +4,11 @@
 # (its similarities to a bank of 8,192 teacher embeddings of training sentences, softmax-KL at temperature
 # 0.05) at two weights, side by side; the control is passages.sh's (the same fine-tune, rollout alone, also
 # run two side by side). Then held-out fidelity and the retrieval/STS suites for base, control and both.
-#   BASE (default outputs/tf2rnn-minilm)  TRAIN_TEXTS (default 20000)  TRAIN_MINUTES (default 10)
+#   BASE (default outputs/tf2rnn-minilm-gru: the GRU-768 release these rows fine-tuned)
+#   TRAIN_TEXTS (default 20000)  TRAIN_MINUTES (default 10)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BASE=${BASE:-outputs/tf2rnn-minilm}
+BASE=${BASE:-outputs/tf2rnn-minilm-gru}
 source benchmarks/quality/common.sh
 finetune_common
 run_one neighbour w0.2 --neighbour_weight 0.2 &

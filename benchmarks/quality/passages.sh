@@ -5,10 +5,11 @@
 # `long` suite (100-128-token passages) for the base and both fine-tunes. Rollout loss, same rate.
 # A third fine-tune (mixed) joins half the sentences and keeps the rest; two more (mix-random, mix-grouped)
 # compare batching for the release recipe's mix.
-#   BASE (default outputs/tf2rnn-minilm)  TRAIN_TEXTS (sentences, default 20000)  TRAIN_MINUTES (default 10)
+#   BASE (default outputs/tf2rnn-minilm-gru: the GRU-768 release these rows fine-tuned)
+#   TRAIN_TEXTS (sentences, default 20000)  TRAIN_MINUTES (default 10)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-BASE=${BASE:-outputs/tf2rnn-minilm}
+BASE=${BASE:-outputs/tf2rnn-minilm-gru}
 source benchmarks/quality/common.sh
 finetune_common
 # The two fine-tunes run side by side, one core each.

@@ -2,15 +2,18 @@
 # The release recipes, each as one job on 2 CPU cores: corpus and teacher trajectories split over two
 # processes (one core each), TRAIN_MINUTES of training, then the full evaluation suite and the model card
 # (with the cell comparison). Pass a fresh --cache_dir in EXTRA to time it from nothing. Then
-# `bash benchmarks/quality/transfer.sh` scores tf2rnn-minilm on each source's held-out sentences (FOLDOC and
-# Jargon are sources it never trained on) and adds that table to its card.
-#   tf2rnn-minilm (the default NAME): 200,000 sentences, every prefix; DDP training on two processes.
-#   tf2rnn-minilm-long: half the sentences joined into 100+-token passages (a target every 4th prefix), so
-#     the state holds past sentence length (results/passages-*.json); training in ONE process with both
+# `bash benchmarks/quality/transfer.sh` scores the released student on each source's held-out sentences and adds
+# that table to its card.
+#   tf2rnn-minilm (the default NAME; since 2026-11-26): PRESET=inherited-fast, one layer inherited from the teacher,
+#     150,000 sentences drawn across sources, a target at every third prefix, trained in one process with both
+#     cores (as student.sh's rows of it were).
+#   tf2rnn-minilm-gru: the GRU-768 released before it, 200,000 sentences (the corpus's first rows), every prefix;
+#     DDP training on two processes. Its results and card stay as release-tf2rnn-minilm-gru.json and model_cards/.
+#   tf2rnn-minilm-long: the GRU with half the sentences joined into 100+-token passages (a target every 4th prefix),
+#     so the state holds past sentence length (results/passages-*.json); training in ONE process with both
 #     cores (on two cores it outran DDP: results/ddp.json).
-#   PRESET=<name>: a shipped preset's recipe instead of the GRU's, e.g. NAME=tf2rnn-minilm-fast
-#     PRESET=inherited-fast (its texts, stride and minutes; trained in one process with both cores, as
-#     student.sh's rows of it were). The trajectories are still split over two processes.
+#   PRESET=<name>: a shipped preset's recipe instead of the GRU's (its texts, stride and minutes; one training
+#     process with both cores). The trajectories are still split over two processes.
 # Variables (defaults follow NAME):
 #   TRAIN_TEXTS (200000; a preset's own)  TRAIN_MINUTES (45; a preset's own)  PASSAGES (passage options; "" = sentences only)
 #   DDP (1: two training processes, batch 32 each; 0: one process, batch 64, THREADS threads, default 2; 0 with PRESET)
@@ -22,7 +25,7 @@ NAME=${NAME:-tf2rnn-minilm}
 OUT=${OUT:-outputs/$NAME}
 RESULT=benchmarks/quality/results/release.json
 [ "$NAME" = tf2rnn-minilm ] || RESULT=benchmarks/quality/results/release-$NAME.json
-PRESET=${PRESET:-}
+if [ "$NAME" = tf2rnn-minilm ]; then PRESET=${PRESET-inherited-fast}; else PRESET=${PRESET:-}; fi
 [ -z "$PRESET" ] || DDP=${DDP:-0}
 case "$NAME" in
   *-long) PASSAGES=${PASSAGES---passage_tokens 100 --passage_fraction 0.5 --passage_stride 4 --max_tokens 128}

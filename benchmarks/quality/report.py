@@ -51,7 +51,8 @@ SCALE_RUNS = {
     "release-60k": "1 CPU core, 45 min",
     "release-1core": "1 CPU core, 45 min",
     "release-tf2rnn-minilm-small": "1 CPU core, 35 min",
-    "release": "2 CPU cores (DDP), 45 min",
+    "release-tf2rnn-minilm-gru": "2 CPU cores (DDP), 45 min",
+    "release": "2 CPU cores (one process), 45 min",
     "gpu-h100-gru768": "1 H100, 5 min",
     "gpu-h100-gru1024": "1 H100, 5 min",
 }
@@ -62,7 +63,7 @@ def scale_table() -> str:
     lines = ["### Quality against training compute", "",
              "Distillation's own held-out check (the first 1,000 held-out sentences, free-running). Text-passes = "
              "training texts x epochs: the training compute each run afforded.", "",
-             "| run | where | hidden | texts | epochs | text-passes | final cosine | all-prefix cosine | NA@10 | "
+             "| run | where | student | texts | epochs | text-passes | final cosine | all-prefix cosine | NA@10 | "
              "drift 33-64 |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, where in SCALE_RUNS.items():
         r = load(name)
@@ -70,7 +71,10 @@ def scale_table() -> str:
             continue
         d = r.get("distill", r)
         s, epochs, texts = d["fidelity"]["student"], d["train"]["epoch"], d["args"]["data"]["max_train_texts"]
-        lines.append(f"| {name} | {where} | {d['args']['model']['hidden_size']} | {texts:,} | {epochs:.2f} | "
+        model = d["args"]["model"]
+        shape = (f"{model['cell_type']}, {model['num_hidden_layers']} layer(s)"
+                 if model.get("cell_type", "gru") == "tova_attention" else f"GRU-{model['hidden_size']}")
+        lines.append(f"| {name} | {where} | {shape} | {texts:,} | {epochs:.2f} | "
                      f"{texts * epochs / 1e6:.2f}M | {s['final_cosine']:.3f} | {s['prefix_cosine']:.3f} | "
                      f"{s['neighbour_agreement@10']:.3f} | {s['drift_33-64']:.3f} |")
     return "\n".join(lines)
@@ -81,11 +85,13 @@ def transfer_peer_table() -> str:
     (whole and half sentences), neighbour agreement@10 on held-out sentences and on keystroke prefixes, and
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
     `make distill` student; quick-wordnet-eval.json: the one it trained before drawing across sources;
-    release.json), the peer from benchmarks/peers/model2vec.sh."""
+    release.json; release-tf2rnn-minilm-gru.json: the GRU-768 released before it), the peer from benchmarks/peers/model2vec.sh."""
     peer = load("peer-model2vec")
     students = {name: load(file) for name, file in (("student (make distill)", "quick-eval"),
                                                     ("student (make distill, WordNet head)", "quick-wordnet-eval"),
-                                                    ("student (tf2rnn-minilm)", "release"))}
+                                                    ("student (tf2rnn-minilm)", "release"),
+                                                    ("student (tf2rnn-minilm until 2026-11-26, GRU-768)",
+                                                     "release-tf2rnn-minilm-gru"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -412,16 +418,20 @@ def transfer_table() -> str:
         if not seen:
             continue
         rows[source] = transfer_row(seen["suites"]["fidelity"], left)
-        released = load(f"transfer-released-{source}")
-        if released:  # release.sh's student: the corpus's first 200,000 rows, which hold some sources only
+        # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
+        # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five.
+        for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru")):
+            released = load(f"{file}-{source}")
+            if not released:
+                continue
             by_source = released["distill"].get("train_texts_by_source")
-            rows[source]["released: NA@10"] = released["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
-            rows[source]["released trained on it"] = ("unknown" if by_source is None else
+            rows[source][f"{label}: NA@10"] = released["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
+            rows[source][f"{label} trained on it"] = ("unknown" if by_source is None else
                                                       f"yes ({by_source[source]:,} texts)" if source in by_source
                                                       else "no")
     return format_table(rows, "Leave one source out (transfer.sh): the quick preset on 12,000 texts drawn across "
                               "sources, with and without one source, scored on that source's held-out "
-                              "sentences; and the released student on the same sentences") if rows else ""
+                              "sentences; and the released students on the same sentences") if rows else ""
 
 
 # (source, a student.sh row trained on every source, the same recipe without the source): both scored on the
