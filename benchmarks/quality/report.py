@@ -84,11 +84,15 @@ def transfer_peer_table() -> str:
     """Students, the teacher, one token late and the real Model2Vec side by side on what transfers: STS-B
     (whole and half sentences), neighbour agreement@10 on held-out sentences and on keystroke prefixes, and
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
-    `make distill` student; quick-wordnet-eval.json: the one it trained before drawing across sources;
-    release.json; release-tf2rnn-minilm-gru.json: the GRU-768 released before it), the peer from benchmarks/peers/model2vec.sh."""
+    `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
+    that GRU before it drew across sources; release.json; release-tf2rnn-minilm-gru.json: the GRU-768 released
+    before it), the peer from benchmarks/peers/model2vec.sh."""
     peer = load("peer-model2vec")
     students = {name: load(file) for name, file in (("student (make distill)", "quick-eval"),
-                                                    ("student (make distill, WordNet head)", "quick-wordnet-eval"),
+                                                    ("student (make distill until 2026-11-26, GRU-768)",
+                                                     "quick-gru-eval"),
+                                                    ("student (make distill, GRU-768, WordNet head)",
+                                                     "quick-wordnet-eval"),
                                                     ("student (tf2rnn-minilm)", "release"),
                                                     ("student (tf2rnn-minilm until 2026-11-26, GRU-768)",
                                                      "release-tf2rnn-minilm-gru"))}
@@ -322,7 +326,7 @@ def weight_bits_table() -> str:
 
 
 def _unseen_sources(by_source: dict, trained_on: str = "wordnet-base") -> dict:
-    """Final cosine on the sources the quick preset's texts never include (its 12,000 texts are WordNet glosses),
+    """Final cosine on the sources the WordNet-head quick texts never include (its 12,000 texts are WordNet glosses),
     weighted by their held-out counts, beside the source it trained on."""
     other = {k: v for k, v in by_source.items() if k != trained_on}
     n = sum(v["texts"] for v in other.values())
@@ -409,7 +413,7 @@ def transfer_row(seen: dict, left: dict) -> dict:
 
 
 def transfer_table() -> str:
-    """Leave one source out (transfer.sh): on each source's held-out sentences, the quick-preset student that
+    """Leave one source out (transfer.sh): on each source's held-out sentences, the GRU quick recipe's student that
     never saw the source beside the one trained on the same draw with it."""
     rows = {}
     for path in sorted(RESULTS.glob("transfer-left-out-*.json")):
@@ -429,9 +433,9 @@ def transfer_table() -> str:
             rows[source][f"{label} trained on it"] = ("unknown" if by_source is None else
                                                       f"yes ({by_source[source]:,} texts)" if source in by_source
                                                       else "no")
-    return format_table(rows, "Leave one source out (transfer.sh): the quick preset on 12,000 texts drawn across "
-                              "sources, with and without one source, scored on that source's held-out "
-                              "sentences; and the released students on the same sentences") if rows else ""
+    return format_table(rows, "Leave one source out (transfer.sh): the GRU-768 quick recipe (--preset quick-gru) on "
+                              "12,000 texts drawn across sources, with and without one source, scored on that "
+                              "source's held-out sentences; and the released students on the same sentences") if rows else ""
 
 
 # (source, a student.sh row trained on every source, the same recipe without the source): both scored on the
@@ -470,7 +474,8 @@ def student_transfer_table() -> str:
 
 # Depth against cost (student.sh): (label, the shape student.sh times in student-speed-v21.json, the row whose
 # fidelity that shape had: a 20-minute row on the card recipe's 150,000 texts at --stride 3 where one exists).
-DEPTH_COST = (("GRU-768 (`make distill`: its own 12,000 texts, 7 min)", "gru768", "quick-eval", None),
+DEPTH_COST = (("GRU-768 (`make distill` until 2026-11-26: its own 12,000 texts, 7 min)", "gru768", "quick-gru-eval",
+               None),
               ("inherited, 1 layer, causal", "l1", "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-"
                "final4-at064aa1b-eval", "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at064aa1b"),
               ("inherited, 1 layer, causal, at `make distill`'s texts and 7 minutes", "l1",

@@ -557,7 +557,7 @@ evaluate "$NO_FOLDOC16"
 train tova-l6-sampled150k-stride3-open16-45-seed1-lr3e-4-grouped-posweight-final4-at1f78114 "${OPEN8_20[@]}" \
   --open_tokens 16 --train_minutes 45 --seed 1
 # The fast tier's shape (one inherited layer, causal) at the quick preset's data and time: `make distill`'s 12,000
-# texts drawn across sources, every prefix, 7 minutes (its GRU-768: 0.831 / 0.422, STS-B 75.02, quick-eval.json),
+# texts drawn across sources, every prefix, 7 minutes (its GRU-768: 0.831 / 0.422, STS-B 75.02, quick-gru-eval.json),
 # with the inherited recipe's optimiser settings: what `make distill` would give if the default student were the
 # fast tier rather than the GRU.
 INHERITED_QUICK=(--train_sample_seed 0 --learning_rate 3e-4 --train_sampling_strategy group_by_length
