@@ -306,3 +306,34 @@ def test_a_forked_process_types_on_two_threads():
     assert not hung, "the forked child's keystroke never returned (waiting on the parent's helper thread)"
     assert child.exitcode == 0
     assert torch.equal(torch.tensor(results.get(timeout=10)), expected)
+
+
+# A server's sessions typing together: an inherited student's caches are 0.4 MB each, so each stream steps its own
+# live cache in the kernel rather than being gathered into one batched call.
+@pytest.mark.parametrize("open_tokens", [1, 3])
+def test_inherited_batched_streams_step_their_live_caches_in_the_kernel(teacher, monkeypatch, open_tokens):
+    from tf2rnn_hf.inference.streaming import BatchStreamingEncoder
+
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=4,
+                                     open_tokens=open_tokens)
+    quantized = quantize_int8(model)
+    monkeypatch.setattr(quantized, "step", lambda *a, **k: pytest.fail("a batched model call"))
+
+    def from_scratch(text):
+        state, emb = quantized.init_state(1), torch.zeros(1, model.config.output_size)
+        for token in tokenizer(text, add_special_tokens=False)["input_ids"]:
+            emb, state = quantized.step_kernel(token, state)
+        return emb[0]
+
+    batch = BatchStreamingEncoder(quantized, tokenizer)
+    ids = batch.open(3)
+    texts = dict(zip(ids, ["search as you tyep", "a second stream of words past four slots", "x"]))
+    batch.type(texts)
+    deletes = dict(zip(ids, [2, 12, 1]))  # pops across words; the next round types on from them
+    batch.delete(deletes)
+    more = dict(zip(ids, ["pe together", " slots again", "third"]))
+    batch.type(more)
+    for i in ids:
+        text = texts[i][:-deletes[i]] + more[i]
+        assert batch.text(i) == text
+        assert torch.equal(batch.embedding(i), from_scratch(text)), text

@@ -216,7 +216,8 @@ class BatchStreamingEncoder:
     """Many concurrent streams (a server's sessions), stepped together in batches.
 
     `open()` returns a stream id; `type({id: text})` and `delete({id: n})` apply edits to several
-    streams at once and step all of them in one batched model call per token position.
+    streams at once and step all of them in one batched model call per token position (an int8 inherited
+    student: each stream's own cache, in the fused kernel).
     """
 
     def __init__(self, model: TF2RNNModel, tokenizer, max_checkpoints: Optional[int] = None):
@@ -474,10 +475,14 @@ class BatchStreamingEncoder:
     def _step(self, states: List[Checkpoint], ids: List[int],
               streams: Optional[List[_Stream]] = None) -> List[Checkpoint]:
         """One step of several streams in one batched model call (`model.step`); a single stream (a
-        keystroke at batch 1) skips the concatenating and splitting."""
+        keystroke at batch 1) skips the concatenating and splitting, and an int8 inherited student steps each
+        stream's live cache in its fused kernel."""
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
-        if len(states) == 1 and streams and self._live and hasattr(kernel, "step_live"):
-            return [self._step_live(streams[0], states[0], ids[0], kernel)]
+        if streams and self._live and hasattr(kernel, "step_live"):
+            # Several streams too: gathering their caches (0.4 MB each at 128 slots) into one batched call and
+            # splitting them back cost more than each stream's fused step in place (benchmarks/probes/
+            # batched_streams.py).
+            return [self._step_live(s, state, token, kernel) for s, state, token in zip(streams, states, ids)]
         if len(states) == 1 and kernel is not None and not self._slot_layers:
             # Straight to the fused step: model.step's input checks cost a GRU keystroke a sixth of its time, and
             # the state and token are the encoder's own (the kernel checks the id is in the vocabulary).
