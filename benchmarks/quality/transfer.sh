@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Does the student learn the teacher or the corpus? The GRU-768's quick recipe (`--preset quick-gru`, what
-# `make distill` trained until 2026-11-26; 7 minutes) on 12,000 texts drawn across every source (--train_sample_seed 0: the corpus's first rows are all WordNet glosses), and for
-# each source the same draw less that source's texts (--exclude_sources). Both students are then scored by
+# `make distill` trained until 2026-11-26; 7 minutes) on 12,000 texts drawn across every source
+# (--train_sample_seed 0: the corpus's first rows are all WordNet glosses), and for each source the same draw less that source's texts (--exclude_sources). Both students are then scored by
 # `tf2rnn evaluate --texts` on the same held-out sentences of the source (up to 1,000), so the two rows
 # differ only by whether training saw the source:
 #   results/transfer-all.json                 the all-sources student: fidelity (pooled, by source), STS-B

@@ -217,6 +217,14 @@ def test_bidirectional_pooling_is_not_silently_dropped_by_the_fused_step():
     assert torch.nn.functional.cosine_similarity(emb, reference).item() >= 0.99
 
 
+def _fused_from_scratch(quantized: TF2RNNModel, tokenizer, text: str) -> torch.Tensor:
+    """The embedding of `text` typed token by token through the fused step alone, from an empty state."""
+    state, emb = quantized.init_state(1), torch.zeros(1, quantized.config.output_size)
+    for token in tokenizer(text, add_special_tokens=False)["input_ids"]:
+        emb, state = quantized.step_kernel(token, state)
+    return emb[0]
+
+
 @pytest.mark.parametrize("open_tokens", [1, 3])  # 3: blocks of three rows enter (and leave) a cache of four slots
 def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeypatch, open_tokens):
     """A single stream types on one cache of its own (`_LiveCache`): every keystroke writes its rows in place and
@@ -232,12 +240,6 @@ def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeyp
     materialize = _SlotCheckpoint.materialize
     monkeypatch.setattr(_SlotCheckpoint, "materialize", lambda self: built.append(1) or materialize(self))
 
-    def from_scratch(text):
-        state, emb = quantized.init_state(1), torch.zeros(1, model.config.output_size)
-        for token in tokenizer(text, add_special_tokens=False)["input_ids"]:
-            emb, state = quantized.step_kernel(token, state)
-        return emb[0]
-
     script = [("type", "search as you tyep"), ("delete", 2), ("type", "pe with a cache"), ("delete", 9),
               ("type", " cache past four slots and"), ("delete", 1), ("delete", 12), ("type", "x"), ("delete", 3),
               ("type", "ots, then more words"), ("delete", 40), ("type", "again")]
@@ -251,7 +253,8 @@ def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeyp
                 encoder.delete(arg)
                 text = text[:-arg]
             assert encoder.text == text
-            assert torch.equal(encoder.embedding, from_scratch(text)), (max_checkpoints, text)
+            assert torch.equal(encoder.embedding, _fused_from_scratch(quantized, tokenizer, text)), \
+                (max_checkpoints, text)
         if max_checkpoints is None:
             assert not built  # every move of the live cache was in place
 
@@ -319,12 +322,6 @@ def test_inherited_batched_streams_step_their_live_caches_in_the_kernel(teacher,
     quantized = quantize_int8(model)
     monkeypatch.setattr(quantized, "step", lambda *a, **k: pytest.fail("a batched model call"))
 
-    def from_scratch(text):
-        state, emb = quantized.init_state(1), torch.zeros(1, model.config.output_size)
-        for token in tokenizer(text, add_special_tokens=False)["input_ids"]:
-            emb, state = quantized.step_kernel(token, state)
-        return emb[0]
-
     batch = BatchStreamingEncoder(quantized, tokenizer)
     ids = batch.open(3)
     texts = dict(zip(ids, ["search as you tyep", "a second stream of words past four slots", "x"]))
@@ -336,4 +333,4 @@ def test_inherited_batched_streams_step_their_live_caches_in_the_kernel(teacher,
     for i in ids:
         text = texts[i][:-deletes[i]] + more[i]
         assert batch.text(i) == text
-        assert torch.equal(batch.embedding(i), from_scratch(text)), text
+        assert torch.equal(batch.embedding(i), _fused_from_scratch(quantized, tokenizer, text)), text
