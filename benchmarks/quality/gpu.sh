@@ -20,7 +20,7 @@
 # One device call (carry: .carry) within a 15-minute device budget, e.g.
 #   PYTHONUNBUFFERED=1 CELL=inherited-fast TEXTS=470000 BATCH=256 LRS="3e-4 6e-4" DEADLINE=540 PACK=$OUT \
 #     bash benchmarks/quality/gpu.sh 2>&1 | tee $OUT/gpu.log
-# (The offline corpus holds ~462,000 training sentences; `--max_train_texts` beyond that takes them all.)
+# (The offline corpus holds 472,249 training sentences; `--max_train_texts` beyond that takes them all.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 START=$(date +%s)

@@ -55,6 +55,9 @@ SCALE_RUNS = {
     "release": "2 CPU cores (one process), 45 min",
     "gpu-h100-gru768": "1 H100, 5 min",
     "gpu-h100-gru1024": "1 H100, 5 min",
+    # Two learning rates trained side by side on the one GPU (gpu.sh LRS), each 6.5 minutes.
+    "gpu-h200-inherited-fast-lr3e-4": "1 H200 shared by 2 runs, 6.5 min",
+    "gpu-h200-inherited-fast-lr6e-4": "1 H200 shared by 2 runs, 6.5 min",
 }
 
 
@@ -86,7 +89,8 @@ def transfer_peer_table() -> str:
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
     `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
     that GRU before it drew across sources; release.json; release-tf2rnn-minilm-gru.json: the GRU-768 released
-    before it), the peer from benchmarks/peers/model2vec.sh."""
+    before it; gpu-h200-inherited-fast-lr6e-4-eval.json: the released shape trained on a lent H200), the peer from
+    benchmarks/peers/model2vec.sh."""
     peer = load("peer-model2vec")
     students = {name: load(file) for name, file in (("student (make distill)", "quick-eval"),
                                                     ("student (make distill until 2026-11-26, GRU-768)",
@@ -95,7 +99,9 @@ def transfer_peer_table() -> str:
                                                      "quick-wordnet-eval"),
                                                     ("student (tf2rnn-minilm)", "release"),
                                                     ("student (tf2rnn-minilm until 2026-11-26, GRU-768)",
-                                                     "release-tf2rnn-minilm-gru"))}
+                                                     "release-tf2rnn-minilm-gru"),
+                                                    ("student (tf2rnn-minilm-fast-gpu: its shape, one H200)",
+                                                     "gpu-h200-inherited-fast-lr6e-4-eval"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -423,8 +429,10 @@ def transfer_table() -> str:
             continue
         rows[source] = transfer_row(seen["suites"]["fidelity"], left)
         # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
-        # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five.
-        for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru")):
+        # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
+        # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five.
+        for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru"),
+                            ("H200 fast tier", "transfer-released-fast-gpu")):
             released = load(f"{file}-{source}")
             if not released:
                 continue
