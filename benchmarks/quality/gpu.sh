@@ -55,12 +55,14 @@ COMMON=("${DATA[@]}" "${MODEL[@]}" --max_train_texts "${TEXTS:-300000}" --max_ev
         --save_strategy no --disable_tqdm true)
 
 MINUTES=${MINUTES:-5}
-if [ -n "${DEADLINE:-}" ]; then
-  # The trajectories first (shared by every run), then training sized to what is left before the deadline,
-  # less a reserve for loading, the held-out fidelity and packing.
+if [ -n "${DEADLINE:-}" ] || [ ${#RUNS[@]} -gt 1 ]; then
+  # The trajectories first, once for every run (runs started together would each compute them), then with a
+  # DEADLINE training sized to what is left, less a reserve for loading, the held-out fidelity and packing.
   $PY examples/distill.py "${COMMON[@]}" --output_dir "$OUT-trajectories" --trajectories_only true ${EXTRA:-}
-  LEFT=$(( DEADLINE - ($(date +%s) - START) - ${RESERVE:-75} ))
-  MINUTES=$($PY -c "print(round(max(0.5, min($MINUTES, $LEFT / 60)), 2))")
+  if [ -n "${DEADLINE:-}" ]; then
+    LEFT=$(( DEADLINE - ($(date +%s) - START) - ${RESERVE:-75} ))
+    MINUTES=$($PY -c "print(round(max(0.5, min($MINUTES, $LEFT / 60)), 2))")
+  fi
   echo "gpu.sh: trajectories took $(( $(date +%s) - START )) s; training $MINUTES minutes per run"
 fi
 mkdir -p benchmarks/quality/results
