@@ -323,10 +323,9 @@ def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int],
                 mine.bias.copy_(pruned[2])
             else:
                 mine.load_state_dict(theirs.state_dict())
-    # The teacher may sit on a GPU while the student is built on the CPU.
-    cls = torch.tensor([teacher.tokenizer.cls_token_id], device=emb.word_embeddings.weight.device)
-    x = cell.embedding_norm(emb.word_embeddings(cls).to(cell.position_embeddings.weight.device)
-                            + cell.position_embeddings.weight[0] + cell.embedding_bias)
+    # The student's own copy of the token table: the teacher may sit on a GPU while the student is built on the CPU.
+    cls = model.get_input_embeddings().weight[[teacher.tokenizer.cls_token_id]]
+    x = cell.embedding_norm(cls + cell.position_embeddings.weight[0] + cell.embedding_bias)
     for layer in cell.layers:
         layer.sink_key.copy_(layer.key(x)[0])
         layer.sink_value.copy_(layer.value(x)[0])
