@@ -577,3 +577,28 @@ L1_QUICK_NO_FOLDOC=tova-l1-quick-no-foldoc-lr3e-4-grouped-posweight-final4-at1f7
 on_source "$L1_QUICK" dict-foldoc
 distill_row "$L1_QUICK_NO_FOLDOC" --num_hidden_layers 1 "${INHERITED_QUICK[@]}" --exclude_sources dict-foldoc
 on_source "$L1_QUICK_NO_FOLDOC" dict-foldoc
+# Open tokens in one layer (session 37; never trained before): the fast tier's shape with its newest few tokens
+# open, at `make distill`'s data and minutes, beside a causal control and two causal layers run on the same machine.
+# Cost first (v26, an AVX512-VNNI + AMX host whose teacher runs bf16 on AMX, 2x its fp32 at 256 tokens): one layer
+# 84x / 157x at 64 / 256 tokens, two open 66x / 123x, three open 57x / 115x, four open 48x / 102x, two layers 45x / 92x.
+[ -f "$OUT/student-speed-v26.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v26.json" \
+  --compare outputs/shape-l1 outputs/shape-l1-open2 outputs/shape-l1-open3 outputs/shape-l1-open4 outputs/shape-l2
+for shape in l1-open2 l1-open3 l1-open4; do
+  [ -d "outputs/shape-$shape" ] || SHAPE=$shape $PY - <<'PY'
+import os
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+open_tokens = int(os.environ["SHAPE"].partition("-open")[2])
+model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=1, num_slots=128,
+                                 open_tokens=open_tokens, pooling_position_exponent=1.0)
+save_student(model, tokenizer, f"outputs/shape-{os.environ['SHAPE']}")
+PY
+done
+train tova-l1-open3-quick-lr3e-4-grouped-posweight-final4-at79f1ab7 --num_hidden_layers 1 --open_tokens 3 \
+  "${INHERITED_QUICK[@]}"
+train tova-l1-quick-lr3e-4-grouped-posweight-final4-at79f1ab7 --num_hidden_layers 1 "${INHERITED_QUICK[@]}"
+# Open tokens buy one layer nothing (0.848 / 0.468 with three against the control's 0.855 / 0.471, at 64% of its
+# samples). A better start for it: the token table at what the teacher's last layer reads for each token alone
+# (`--token_init layer_inputs`: untrained 0.552 / 0.204 against 0.334 / 0.180 from the raw embeddings).
+train tova-l1-layerin-quick-lr3e-4-grouped-posweight-final4-at$(git rev-parse --short=7 HEAD) --num_hidden_layers 1 \
+  --token_init layer_inputs "${INHERITED_QUICK[@]}"

@@ -81,7 +81,8 @@ class ModelArguments:
                 "(default: all of them)."})
     token_init: Optional[str] = field(default=None, metadata={
         "help": "One of " + ", ".join(TOKEN_INITS) + " (default: teacher_outputs; input_embeddings for cells that "
-                "inherit the teacher)."})
+                "inherit the teacher, which may take layer_inputs: what their first copied layer reads for each "
+                "token alone)."})
     residual_token_mean: Optional[bool] = field(default=None, metadata={
         "help": "Add the running token mean to the readout (default: on for token students, off for byte)."})
     granularity: str = field(default="token", metadata={

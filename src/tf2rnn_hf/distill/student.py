@@ -113,7 +113,7 @@ class TF2RNNForDistillation(TF2RNNModel):
         plain.save_pretrained(save_directory, *args, state_dict=state if state_dict is None else state_dict, **kwargs)
 
 
-TOKEN_INITS = ("teacher_outputs", "input_embeddings", "random")
+TOKEN_INITS = ("teacher_outputs", "input_embeddings", "random", "layer_inputs")
 # Cells that are the teacher's own layers: build_student copies the teacher into them.
 INHERITED_CELLS = ("tova_attention",)
 
@@ -137,7 +137,8 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
     `"random"` keeps the normal initialisation.
 
     `cell_type="tova_attention"` inherits the teacher instead (see `inherit_teacher`): its word and position
-    embeddings, and `teacher_layers` (default: `num_hidden_layers` of them evenly spaced, all by default) with
+    embeddings (or, with `token_init="layer_inputs"`, what its first copied layer reads for each token alone), and
+    `teacher_layers` (default: `num_hidden_layers` of them evenly spaced, all by default) with
     their attention made causal. Its width and heads are the teacher's; its feed-forward size is too unless
     `intermediate_size` asks for fewer neurons, which keeps each layer's most important ones as the teacher
     runs `calibration_texts` (see `prune_feed_forward`).
@@ -153,9 +154,9 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
         if hidden_size not in (None, tc.hidden_size):
             raise ValueError(f"cell_type {cell_type!r} has the teacher's width {tc.hidden_size}, not hidden_size="
                              f"{hidden_size}.")
-        if token_init != "input_embeddings":
-            raise ValueError(f"cell_type {cell_type!r} reads the teacher's input embeddings; token_init="
-                             f"{token_init!r} does not apply.")
+        if token_init not in ("input_embeddings", "layer_inputs"):
+            raise ValueError(f"cell_type {cell_type!r} reads the teacher's input embeddings or its first copied "
+                             f"layer's inputs; token_init={token_init!r} does not apply.")
         shape = dict(num_attention_heads=tc.num_attention_heads, layer_norm_eps=tc.layer_norm_eps,
                      max_position_embeddings=tc.max_position_embeddings, embedding_size=tc.hidden_size)
         for key, value in shape.items():
@@ -175,6 +176,9 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
         given = "teacher_layers" if teacher_layers is not None else "calibration_texts"
         raise ValueError(f"{given} applies to the cells that inherit the teacher ({', '.join(INHERITED_CELLS)}), "
                          f"not {cell_type!r}.")
+    elif token_init == "layer_inputs":
+        raise ValueError(f"token_init='layer_inputs' starts a student that inherits the teacher's layers "
+                         f"({', '.join(INHERITED_CELLS)}) at what its first layer reads; not {cell_type!r}.")
     else:
         config_kwargs.update(hidden_size=hidden_size or 768, num_hidden_layers=num_hidden_layers or 1)
     config_kwargs.update(cell_type=cell_type)
@@ -199,7 +203,7 @@ def build_student(teacher: Union[str, Teacher] = BUILT_IN, cell_type: str = "gru
         kept = None
         if config.intermediate_size < teacher.model.config.intermediate_size:
             kept = prune_feed_forward(teacher, layers, config.intermediate_size, calibration_texts)
-        inherit_teacher(model, teacher, layers, kept)
+        inherit_teacher(model, teacher, layers, kept, layer_inputs=token_init == "layer_inputs")
         return model, tokenizer
     table = model.get_input_embeddings().weight
     with torch.no_grad():
@@ -294,20 +298,35 @@ def prune_feed_forward(teacher: Teacher, layers: Sequence[int], neurons: int, te
 
 @torch.no_grad()
 def inherit_teacher(model: TF2RNNModel, teacher: Teacher, layers: Sequence[int],
-                    feed_forward: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = None) -> None:
+                    feed_forward: Optional[Sequence[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]] = None,
+                    layer_inputs: bool = False) -> None:
     """Copy a BERT-shaped teacher into a `tova_attention` student: word and position embeddings, the token-type-0
     vector, the embedding norm, and for each chosen layer its Q/K/V/O, norms and feed-forward. The sinks take
     the teacher's [CLS] run alone through those layers (a causal model's first token never sees another), and the
     readout starts at the identity, so before any training the student is the teacher with causal attention. A
     bidirectional pooling term takes the top layer's Q/K/V (its output map starts at zero). `feed_forward`
     (from `prune_feed_forward`, one per layer) keeps only those neurons of each layer's feed-forward, with their
-    refitted down projection."""
+    refitted down projection. `layer_inputs`: the token table starts at what the first copied layer reads for each
+    token alone (`Teacher.token_states`), held normalised under that layer's input norm, so that a student of the
+    teacher's top layers starts from inputs like its own rather than raw embeddings (one layer, untrained: 0.553
+    final cosine against 0.334, docs/experiments.md, session 37)."""
     bert, cell = teacher.model, model.cell
     emb = bert.embeddings
     model.get_input_embeddings().weight.copy_(emb.word_embeddings.weight)
     cell.position_embeddings.weight.copy_(emb.position_embeddings.weight)
     cell.embedding_bias.copy_(emb.token_type_embeddings.weight[0])
     cell.embedding_norm.load_state_dict(emb.LayerNorm.state_dict())
+    if layer_inputs:
+        # BERT's post-norms: the state is norm.weight * z + norm.bias with z normalised, so the student's embedding
+        # norm, given that norm's weights, maps z (+ the position embedding, the order a recurrence still needs) back.
+        norm = bert.encoder.layer[layers[0] - 1].output.LayerNorm if layers[0] > 0 else emb.LayerNorm
+        if (norm.weight.abs() < 1e-4).any():
+            raise ValueError(f"token_init='layer_inputs' divides by the weights of the norm before teacher layer "
+                             f"{layers[0]}, and some are ~0 in {teacher.name}; use token_init='input_embeddings'.")
+        states = teacher.token_states(layers[0]).to(norm.weight.device)
+        model.get_input_embeddings().weight.copy_(((states - norm.bias) / norm.weight).to(cell.embedding_bias.device))
+        cell.embedding_norm.load_state_dict(norm.state_dict())
+        cell.embedding_bias.zero_()
     feed_forward = feed_forward or [None] * len(layers)
     for dst, index, pruned in zip(cell.layers, layers, feed_forward):
         src = bert.encoder.layer[index]
