@@ -6,6 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.inference.kernels import find_compiler
+from tf2rnn_hf.inference.quantization import quantize_int8
 from tf2rnn_hf.inference.streaming import BatchStreamingEncoder, StreamingEncoder, _SlotCheckpoint, keystroke_embeddings
 
 ALPHABET = "abcdefghij klmnoXYZ.,!?'-\t\n0123é\u0301\u00a0\u200b😀\x01"
@@ -222,6 +224,43 @@ def test_inherited_checkpoints_hold_rows_not_caches(teacher, open_tokens):
         whole_state = model(ids, use_cache=True).past_state
     for ours, theirs in zip(batch.state(i).cell_state, whole_state.cell_state):  # every cache row, every fill
         assert ours.shape == theirs.shape and (ours - theirs).abs().max() <= 1e-5
+
+
+
+@pytest.mark.parametrize("int8", [False, True])  # True: the fused step's records on a live cache
+def test_bounded_checkpoints_never_hold_more_than_the_unbounded_log(teacher, int8):
+    """At 32 slots a whole state outweighs ~20 tokens' rows: `max_checkpoints` keeps the rows behind its oldest
+    checkpoint until they outweigh it, so a bounded stream holds no more than an unbounded one after any word, and
+    stays flat once it has made that checkpoint whole."""
+    if int8 and find_compiler() is None:
+        pytest.skip("no C compiler to build the fused step")
+    torch.manual_seed(0)
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=32)
+    model = quantize_int8(model.eval()) if int8 else model.eval()
+    bounded, unbounded = BatchStreamingEncoder(model, tokenizer, max_checkpoints=2), BatchStreamingEncoder(model,
+                                                                                                         tokenizer)
+    (b,), (u,) = bounded.open(1), unbounded.open(1)
+    whole, held, text = model.init_state(1).nbytes(), [], ""
+    for k in range(60):
+        word = f"w{k} "
+        bounded.type({b: word})
+        unbounded.type({u: word})
+        text += word
+        held.append(bounded.nbytes(b))
+        assert held[-1] <= unbounded.nbytes(u), k
+    assert held[5] < 2 * whole  # early on, rows only: no root made yet (the old rule made one at the first cap)
+    assert max(held[20:]) <= 4 * whole < unbounded.nbytes(u) / 2  # a root, the rows behind and after it, two words
+
+    def fresh(text):  # the same steps from the empty state (for int8 the fused step's own arithmetic)
+        encoder = BatchStreamingEncoder(model, tokenizer)
+        (i,) = encoder.open(1)
+        return encoder.type({i: text})[i]
+
+    assert torch.equal(bounded.embedding(b), unbounded.embedding(u))
+    assert (bounded.embedding(b) - fresh(text)).abs().max() <= 1e-5
+    bounded.delete({b: len("w58 w59 ")})  # within the kept checkpoints: a pop, then on
+    bounded.type({b: "w60"})
+    assert (bounded.embedding(b) - fresh(text[:-len("w58 w59 ")] + "w60")).abs().max() <= 1e-5
 
 
 def test_inherited_batched_streams_match_single_streams(inherited, monkeypatch):

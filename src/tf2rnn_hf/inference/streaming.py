@@ -23,7 +23,9 @@ of each step's state in one record (`_RecordCheckpoint`: one allocation and one 
 delete undoes the rows written since the state it pops back to: no keystroke or pop copies a whole cache. Steps in
 a batch (several streams, or no fused step) keep whole states for the current word and its base, where
 re-tokenising restarts, and rebuild an older checkpoint from its ancestors' rows when a delete pops back to it and
-typing goes on. With `max_checkpoints` the oldest kept checkpoint is held whole, as the root of the rows after it.
+typing goes on. With `max_checkpoints` the checkpoints let go stay behind the oldest kept one as rows until they
+outweigh one whole state; then the oldest kept checkpoint is made whole, the root of the rows after it, and they go.
+So a bounded stream never holds more than an unbounded one (a whole state is 128 tokens' rows at 128 slots).
 """
 
 import unicodedata
@@ -97,6 +99,11 @@ class _SlotCheckpoint:
         return (self.rows, *self.small, self.token_sum, self.seen_tokens, self.last_embedding,
                 *(() if self.undo is None else (self.undo,)), *(self.full._tensors() if self.full is not None else ()))
 
+    def own_bytes(self) -> int:
+        """Bytes of what this step wrote (not its whole state, nor its ancestors')."""
+        return sum(t.untyped_storage().nbytes() for t in (self.rows, *self.small, self.token_sum,
+                                                           self.last_embedding, self.undo) if t is not None)
+
 
 class _RecordCheckpoint(_SlotCheckpoint):
     """A checkpoint the fused step wrote on a live cache: one record tensor (`Int8TOVAStep.step_live`) and the
@@ -128,6 +135,9 @@ class _RecordCheckpoint(_SlotCheckpoint):
     def embedding(self) -> torch.Tensor:
         """The embedding after this step ([output_size], a copy), without making the other views."""
         return self.kernel.record_embedding(self.record)
+
+    def own_bytes(self) -> int:
+        return self.record.untyped_storage().nbytes()  # without making the views
 
 
 class _LiveCache:
@@ -246,6 +256,7 @@ class BatchStreamingEncoder:
         self._live = slot_cache
         self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
         self._empty = model.init_state(1)
+        self._state_bytes = self._empty.nbytes()
         self._small = TOVAAttentionCell.rewritten_entries(self._slot_layers, len(self._empty.cell_state)) \
             if slot_cache else []
         self.streams: Dict[int, _Stream] = {}
@@ -417,11 +428,29 @@ class BatchStreamingEncoder:
         while len(checkpoints) - s.dropped > self.max_checkpoints:
             checkpoints[s.dropped] = drop(checkpoints[s.dropped])
             s.dropped += 1
-        # Row checkpoints chain back through the ones let go: the oldest kept one becomes whole, the root.
+        # Row checkpoints chain back through the ones let go: once those outweigh a whole state, the oldest kept one
+        # becomes whole, the root, and they go (rebasing at every cap held a whole state where a few rows would do:
+        # 1.2 MB against 873 KB a stream after 13 words, experiments.md, session 35).
         kept = checkpoints[s.dropped]
         if isinstance(kept, _Boundary):  # its word's first state stepped from the boundary let go
             kept = kept.word_states[0] if kept.word_states else kept.state
-        _rebase(kept)
+        if self._rebase_pays(kept):
+            _rebase(kept)
+
+    def _rebase_pays(self, kept: Optional[Checkpoint]) -> bool:
+        """Whether making `kept` whole frees at least what it costs: the row checkpoints behind it (let go, held only
+        as its ancestors) outweigh a whole state, or end at a whole state of the stream's own."""
+        if not isinstance(kept, _SlotCheckpoint) or kept.parent is None:
+            return False  # a whole state, or a root already: nothing behind it
+        if kept.full is not None:
+            return True  # whole already: cutting the chain only frees
+        held, node = 0, kept.parent
+        while isinstance(node, _SlotCheckpoint) and node.full is None:
+            held += node.own_bytes()
+            if held > self._state_bytes:
+                return True
+            node = node.parent
+        return node is not self._empty  # the empty state is shared by every stream; any other whole one is not
 
     def _word_tokens(self, word: str) -> List[int]:
         if self.backend is not None:
