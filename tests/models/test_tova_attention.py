@@ -94,6 +94,34 @@ def test_fewer_layers_take_the_named_teacher_layers(teacher):
     assert torch.equal(evenly.cell.layers[0].up.weight, teacher.model.encoder.layer[2].intermediate.dense.weight)
 
 
+def test_layer_inputs_start_the_table_at_what_the_first_copied_layer_reads(teacher):
+    """`token_init="layer_inputs"`: the student's embedding norm maps each token's row back to the teacher's state
+    entering its (last) layer for that token alone, and that start is closer to the teacher than raw embeddings."""
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1,
+                                     token_init="layer_inputs")
+    cell, table = model.cell, model.get_input_embeddings().weight
+    ids = tokenizer("the cat sat", add_special_tokens=False)["input_ids"]
+    with torch.no_grad():
+        for token in ids:  # the state entering layer 5, by an independent BERT call
+            x = torch.tensor([teacher.wrap([token])])
+            expected = teacher.model(input_ids=x, output_hidden_states=True).hidden_states[5][0, 1]
+            assert (cell.embedding_norm(table[token]) - expected).abs().max() < 1e-4
+    raw, _ = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1)
+    texts = ["the cat sat on the mat", "stocks fell sharply in early trading", "a recipe for bread with honey",
+             "the committee will meet again next week", "rain is expected across the north tonight"]
+    target = teacher.encode(texts)
+
+    def cosine(student):
+        with torch.no_grad():
+            return sum(F.cosine_similarity(student.eval()(torch.tensor([tokenizer(t, add_special_tokens=False)
+                                                                        ["input_ids"]])).pooler_output[0],
+                                           e, dim=0) for t, e in zip(texts, target)) / len(texts)
+
+    assert cosine(model) > cosine(raw) + 0.1
+    with pytest.raises(ValueError, match="starts a student that inherits the teacher's layers"):
+        build_student(teacher, cell_type="gru", hidden_size=16, token_init="layer_inputs")
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(hidden_size=768), "the teacher's width 384"),
     (dict(token_init="teacher_outputs"), "reads the teacher's input embeddings"),
