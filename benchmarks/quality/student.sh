@@ -602,3 +602,8 @@ train tova-l1-quick-lr3e-4-grouped-posweight-final4-at79f1ab7 --num_hidden_layer
 # (`--token_init layer_inputs`: untrained 0.552 / 0.204 against 0.334 / 0.180 from the raw embeddings).
 train tova-l1-layerin-quick-lr3e-4-grouped-posweight-final4-at$(git rev-parse --short=7 HEAD) --num_hidden_layers 1 \
   --token_init layer_inputs "${INHERITED_QUICK[@]}"
+# It trained to more than the control on every suite (0.867 / 0.476, STS-B 76.54, keystroke 0.873, Bible 0.969, Lee
+# 0.694 against 0.855 / 0.471 / 76.51 / 0.854 / 0.953 / 0.678), so the fast tier's recipe with it: 150,000 texts at
+# --stride 3 for 45 minutes (the release's 0.905 / 0.559 ran on a slower host: 211 samples/s against 300 here).
+train tova-l1-layerin-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-at3b1871b --num_hidden_layers 1 \
+  --token_init layer_inputs "${DEPTH[@]}" --train_minutes 45
