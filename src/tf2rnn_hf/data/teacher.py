@@ -217,7 +217,8 @@ class Teacher:
         cls = self.tokenizer.cls_token_id
         if cls is not None and self._prefix[:1] == [cls]:
             alone = torch.tensor([self.wrap([])], device=self.device)
-            states[cls] = self.model(input_ids=alone, output_hidden_states=True).hidden_states[layer][0, 0].float().cpu()
+            hidden = self.model(input_ids=alone, output_hidden_states=True).hidden_states[layer]
+            states[cls] = hidden[0, 0].float().cpu()
         return states
 
     def token_vectors(self, cache_dir: Optional[Union[str, Path]] = None, progress: bool = True) -> torch.Tensor:
