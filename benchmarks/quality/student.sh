@@ -600,7 +600,7 @@ train tova-l1-quick-lr3e-4-grouped-posweight-final4-at79f1ab7 --num_hidden_layer
 # Open tokens buy one layer nothing (0.848 / 0.468 with three against the control's 0.855 / 0.471, at 64% of its
 # samples). A better start for it: the token table at what the teacher's last layer reads for each token alone
 # (`--token_init layer_inputs`: untrained 0.552 / 0.204 against 0.334 / 0.180 from the raw embeddings).
-train tova-l1-layerin-quick-lr3e-4-grouped-posweight-final4-at$(git rev-parse --short=7 HEAD) --num_hidden_layers 1 \
+train tova-l1-layerin-quick-lr3e-4-grouped-posweight-final4-atef38806 --num_hidden_layers 1 \
   --token_init layer_inputs "${INHERITED_QUICK[@]}"
 # It trained to more than the control on every suite (0.867 / 0.476, STS-B 76.54, keystroke 0.873, Bible 0.969, Lee
 # 0.694 against 0.855 / 0.471 / 76.51 / 0.854 / 0.953 / 0.678), so the fast tier's recipe with it: 150,000 texts at
