@@ -607,3 +607,13 @@ train tova-l1-layerin-quick-lr3e-4-grouped-posweight-final4-atef38806 --num_hidd
 # --stride 3 for 45 minutes (the release's 0.905 / 0.559 ran on a slower host: 211 samples/s against 300 here).
 train tova-l1-layerin-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-at3b1871b --num_hidden_layers 1 \
   --token_init layer_inputs "${DEPTH[@]}" --train_minutes 45
+# What a bounded stream holds before and after c6072e5 (max_checkpoints keeps the rows behind its oldest checkpoint
+# until they outweigh a whole state): the fast tier's shape, 13 and 111 words, each commit's code on the same probe.
+if [ ! -f benchmarks/probes/results/held-bytes-after.json ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" ef38806
+  PYTHONPATH="$BEFORE/src" $PY benchmarks/probes/held_bytes.py outputs/shape-l1 \
+    --output benchmarks/probes/results/held-bytes-before.json
+  git worktree remove --force "$BEFORE"
+  $PY benchmarks/probes/held_bytes.py outputs/shape-l1 --output benchmarks/probes/results/held-bytes-after.json
+fi
