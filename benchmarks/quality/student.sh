@@ -603,10 +603,10 @@ train tova-l1-quick-lr3e-4-grouped-posweight-final4-at79f1ab7 --num_hidden_layer
 train tova-l1-layerin-quick-lr3e-4-grouped-posweight-final4-atef38806 --num_hidden_layers 1 \
   --token_init layer_inputs "${INHERITED_QUICK[@]}"
 # It trained to more than the control on every suite (0.867 / 0.476, STS-B 76.54, keystroke 0.873, Bible 0.969, Lee
-# 0.694 against 0.855 / 0.471 / 76.51 / 0.854 / 0.953 / 0.678), so the fast tier's recipe with it: 150,000 texts at
-# --stride 3 for 45 minutes (the release's 0.905 / 0.559 ran on a slower host: 211 samples/s against 300 here).
-train tova-l1-layerin-sampled150k-stride3-45-lr3e-4-grouped-posweight-final4-at3b1871b --num_hidden_layers 1 \
-  --token_init layer_inputs "${DEPTH[@]}" --train_minutes 45
+# 0.694 against 0.855 / 0.471 / 76.51 / 0.854 / 0.953 / 0.678), so the depth rows' recipe with it: 150,000 texts at
+# --stride 3 for 20 minutes (one causal layer there: 0.897 / 0.547 at 257.5 samples/s, a slower host than this one).
+train tova-l1-layerin-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at3b1871b --num_hidden_layers 1 \
+  --token_init layer_inputs "${DEPTH[@]}"
 # What a bounded stream holds before and after c6072e5 (max_checkpoints keeps the rows behind its oldest checkpoint
 # until they outweigh a whole state): the fast tier's shape, 13 and 111 words, each commit's code on the same probe.
 if [ ! -f benchmarks/probes/results/held-bytes-after.json ]; then
