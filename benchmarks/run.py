@@ -348,7 +348,7 @@ def markdown(results) -> str:
               f"bytes, plus the checkpoints that make deletes pops); RSS grew {r['rss_growth_mb']:.1f} MB "
               f"(measured first, before other sections free memory for reuse). With `max_checkpoints="
               f"{r['capped_checkpoints']}` it holds {r['held_bytes_per_stream_capped']:,} bytes here, and no more than "
-              f"about the current state, a whole state and the kept words' rows whatever its length (a delete past "
+              f"about the current state, two whole states and the kept words' rows whatever its length (a delete past "
               f"those words re-encodes the text once). The teacher instead keeps each "
               f"stream's text ({r['teacher_keeps_text_bytes_per_stream']} bytes here) and re-reads it at every keystroke."]
     d = results["distill"]
