@@ -598,6 +598,42 @@ def open_width_table() -> str:
                               "alignment, against the teacher in the same run (student-speed-v23/-v24.json; a blank "
                               "is a width that run did not time)") if rows else ""
 
+# One layer, widened or started otherwise (student.sh, session 37): (label, the shape student-speed-v26.json timed, the
+# trained row or None for a shape only timed).
+_Q = "student-tova-l1-{}quick-lr3e-4-grouped-posweight-final4-at{}"
+_S = "student-tova-l1-{}sampled150k-stride3-lr3e-4-grouped-posweight-final4-at{}"
+ONE_LAYER = (("1 layer, causal (the control, this host)", "l1", _Q.format("", "79f1ab7")),
+             ("1 layer, three open tokens", "l1-open3", _Q.format("open3-", "79f1ab7")),
+             ("1 layer, token table at the last layer's inputs (`--token_init layer_inputs`)", "l1",
+              _Q.format("layerin-", "ef38806")),
+             ("1 layer, causal, 150,000 texts, 20 min (session 29's host)", "l1", _S.format("", "064aa1b")),
+             ("1 layer, layer_inputs, 150,000 texts, 20 min", "l1", _S.format("layerin-", "3b1871b")),
+             ("1 layer, two open tokens (timed only)", "l1-open2", None),
+             ("1 layer, four open tokens (timed only)", "l1-open4", None),
+             ("2 layers (timed only here)", "l2", None))
+
+
+def one_layer_table() -> str:
+    """The fast tier's shape with open tokens or a layer-input start: fidelity at `make distill`'s budget (and the
+    depth rows' 20 minutes), cost on an AMX host whose teacher runs bf16 (student-speed-v26.json)."""
+    speed = load("student-speed-v26")
+    if not speed:
+        return ""
+    ratio = {(key[len("speedup_shape-"):-len("_int8")], row["prefix_tokens"]): value for row in speed["keystroke"]
+             for key, value in row.items() if key.startswith("speedup_shape-") and key.endswith("_int8")}
+    rows = {}
+    for label, shape, name in ONE_LAYER:
+        if name and not load(f"{name}-eval"):
+            continue
+        rows[label] = {**{f"x cheaper per keystroke @{n} (v26)": ratio.get((shape, n), float("nan"))
+                          for n in (16, 64, 256)},
+                       **(_scored(load(f"{name}-eval"), load(name)) if name else {})}
+    return format_table(rows, "One layer, widened or started otherwise (student.sh, session 37): `make distill`'s "
+                              "12,000 texts and 7 minutes unless named; per keystroke, int8, batch 1, against the "
+                              "teacher in one run on an AVX512-VNNI + AMX host, where the teacher's bf16 runs on AMX "
+                              "(2x its fp32 at 256 tokens), so these ratios sit below the AVX2 host's (v22: one layer "
+                              "105x / 306x)")
+
 def main():
     flags = sys.argv[1:]
     sections = (("--cells", cell_comparison), ("--peers", transfer_peer_table), ("--transfer", transfer_table))
@@ -681,7 +717,8 @@ def main():
                                       "temperature 0.05)"))
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
-                           transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table()) if t)
+                           transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
+                           one_layer_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown

@@ -581,6 +581,8 @@ on_source "$L1_QUICK_NO_FOLDOC" dict-foldoc
 # open, at `make distill`'s data and minutes, beside a causal control and two causal layers run on the same machine.
 # Cost first (v26, an AVX512-VNNI + AMX host whose teacher runs bf16 on AMX, 2x its fp32 at 256 tokens): one layer
 # 84x / 157x at 64 / 256 tokens, two open 66x / 123x, three open 57x / 115x, four open 48x / 102x, two layers 45x / 92x.
+[ -f "$OUT/student-speed-v26-first.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v26-first.json" \
+  --compare outputs/shape-l1 outputs/shape-l2
 [ -f "$OUT/student-speed-v26.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v26.json" \
   --compare outputs/shape-l1 outputs/shape-l1-open2 outputs/shape-l1-open3 outputs/shape-l1-open4 outputs/shape-l2
 for shape in l1-open2 l1-open3 l1-open4; do
@@ -607,6 +609,9 @@ train tova-l1-layerin-quick-lr3e-4-grouped-posweight-final4-atef38806 --num_hidd
 # --stride 3 for 20 minutes (one causal layer there: 0.897 / 0.547 at 257.5 samples/s, a slower host than this one).
 train tova-l1-layerin-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at3b1871b --num_hidden_layers 1 \
   --token_init layer_inputs "${DEPTH[@]}"
+# That one fell short of the other host's causal row (0.892 / 0.524, STS-B 77.25 against 0.897 / 0.547 / 77.43, with
+# 18% more samples): the control at the same recipe on this host, to tell the start from the host.
+train tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at3b1871b --num_hidden_layers 1 "${DEPTH[@]}"
 # What a bounded stream holds before and after c6072e5 (max_checkpoints keeps the rows behind its oldest checkpoint
 # until they outweigh a whole state): the fast tier's shape, 13 and 111 words, each commit's code on the same probe.
 if [ ! -f benchmarks/probes/results/held-bytes-after.json ]; then
