@@ -607,6 +607,7 @@ ONE_LAYER = (("1 layer, causal (the control, this host)", "l1", _Q.format("", "7
              ("1 layer, token table at the last layer's inputs (`--token_init layer_inputs`)", "l1",
               _Q.format("layerin-", "ef38806")),
              ("1 layer, causal, 150,000 texts, 20 min (session 29's host)", "l1", _S.format("", "064aa1b")),
+             ("1 layer, causal, 150,000 texts, 20 min (the control, this host)", "l1", _S.format("", "3b1871b")),
              ("1 layer, layer_inputs, 150,000 texts, 20 min", "l1", _S.format("layerin-", "3b1871b")),
              ("1 layer, two open tokens (timed only)", "l1-open2", None),
              ("1 layer, four open tokens (timed only)", "l1-open4", None),
