@@ -1,6 +1,6 @@
 """Probe: what one int8 keystroke spends outside the fused step, for saved students of several depths.
 
-For each student, at an n-token prefix on one thread: the benchmark's keystroke (`benchmarks/run.py`'s
+For each student, at an n-token prefix on one thread (or `--threads 2`): the benchmark's keystroke (`benchmarks/run.py`'s
 `aligned_keystroker`: type a letter, keep the word short by deletes), the fused steps that keystroke ran (counted,
 and timed on their own by wrapping the kernel's entry, `step_live` or `__call__`), and the word's tokenisation alone. What is left is the
 stream's own Python: the floor that no smaller student removes. A probe for deciding what to speed up (the JSON it
@@ -59,6 +59,10 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
     timers = {name: _Timed(fn) for name, fn in lib_fns.items()}
     for name, timer in timers.items():
         setattr(kernel.lib, name, timer)
+    # A tova kernel binds its native entry when it is built: wrap that binding too.
+    bound = getattr(kernel, "_native", None)
+    if bound is not None:
+        kernel._native = next(t for name, t in timers.items() if lib_fns[name] is bound)
     if hasattr(kernel, "step_live"):
         entry = kernel.step_live = _Timed(kernel.step_live)
     else:
@@ -78,6 +82,8 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
     finally:
         for name, fn in lib_fns.items():  # the library is shared by every kernel of the process
             setattr(kernel.lib, name, fn)
+        if bound is not None:
+            kernel._native = bound
     word = "abcdefgh"  # what the keystrokes tokenise: the current word, up to eight letters
     backend = getattr(tokenizer, "backend_tokenizer", None)
     encode = (lambda: backend.encode(word, add_special_tokens=False)) if backend else \
@@ -102,11 +108,12 @@ def main():
     parser.add_argument("--tokens", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--keys", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="threads a keystroke may use (1 or 2)")
     parser.add_argument("--output", default=None)
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
-    out = {"threads": 1, "keys_per_round": args.keys, "rounds": args.rounds, "students": {}}
+    out = {"threads": args.threads, "keys_per_round": args.keys, "rounds": args.rounds, "students": {}}
     for path in args.students:
         for n in args.tokens:
             r = probe(path, n, args.keys, args.rounds)

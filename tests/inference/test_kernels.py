@@ -71,7 +71,8 @@ def test_streams_take_the_fused_step_and_stay_exact_under_edits(teacher, monkeyp
 
 def _tova(hidden: int, residual: bool, slots: int = 6, seed: int = 0, **overrides) -> TF2RNNModel:
     torch.manual_seed(seed)
-    config = TF2RNNConfig(vocab_size=300, embedding_size=hidden, output_size=48, hidden_size=hidden,
+    config = TF2RNNConfig(vocab_size=300, embedding_size=hidden, output_size=overrides.pop("output_size", 48),
+                          hidden_size=hidden,
                           cell_type="tova_attention", num_hidden_layers=2, num_attention_heads=4,
                           intermediate_size=2 * hidden, num_slots=slots, max_position_embeddings=32,
                           residual_token_mean=residual, **overrides)
@@ -91,7 +92,9 @@ def _tova(hidden: int, residual: bool, slots: int = 6, seed: int = 0, **override
     (128, False, None, 1), (100, True, None, 1), (128, False, 1.3, 1), (128, False, 1.3, 3), (100, True, None, 3)])
 @torch.no_grad()
 def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, residual, exponent, open_tokens):
-    model = _tova(hidden, residual, pooling_position_exponent=exponent, open_tokens=open_tokens)
+    # 44 readout rows without the residual: gemv_rows' eight-row blocks, then a four-row one
+    model = _tova(hidden, residual, pooling_position_exponent=exponent, open_tokens=open_tokens,
+                  **({} if residual else {"output_size": 44}))
     if exponent is not None:
         model.cell.pooling_exponent.fill_(exponent)  # _tova draws every parameter at random
     step = Int8TOVAStep(model)
@@ -269,12 +272,13 @@ def _keystrokes(step: Int8TOVAStep, model: TF2RNNModel, tokens, threads: int):
     return torch.cat(embeddings), state
 
 
-# 100 and 128 wide: gemv_rows' scalar and vectorised rows, split at a multiple of four that is not one of eight
-# (100 -> 48); 40 tokens through 6 slots: evictions, and with open tokens blocks committing.
+# 100 and 128 wide: gemv_rows' scalar and vectorised rows; 44 readout rows split at 20, so that each thread's part
+# ends in a four-row block after its eight-row ones (or in scalar rows); 40 tokens through 6 slots: evictions, and
+# with open tokens blocks committing.
 @torch.no_grad()
 @pytest.mark.parametrize("hidden,open_tokens", [(128, 1), (100, 1), (128, 3), (100, 3)])
 def test_two_threads_give_the_one_thread_keystroke_bit_for_bit(hidden, open_tokens):
-    model = _tova(hidden, False, pooling_position_exponent=1.0, open_tokens=open_tokens)
+    model = _tova(hidden, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44)
     step, tokens, threads = Int8TOVAStep(model), torch.randint(0, 300, (40,)).tolist(), torch.get_num_threads()
     try:
         before = step.lib.tf2rnn_helper_tasks()
