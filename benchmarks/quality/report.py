@@ -635,6 +635,34 @@ def one_layer_table() -> str:
                               "(2x its fp32 at 256 tokens), so these ratios sit below the AVX2 host's (v22: one layer "
                               "105x / 306x)")
 
+# The kernel's gemvs and attention vectorised (student.sh, session 38): (label, the file, the shapes it timed).
+KERNEL_RUNS = (("before 8419218", "student-speed-v27-before", ("l1", "l2", "l6-open8")),
+               ("8419218, run 1", "student-speed-v27", ("l1", "l2", "l6-open8")),
+               ("8419218, run 2", "student-speed-v27-2", ("l1", "l2")),
+               ("8419218, run 3", "student-speed-v27-3", ("l1", "l2")))
+
+
+def kernel_table() -> str:
+    """Per keystroke before and after the vectorised kernel, one run a row: the ratios with the student's and the
+    best teacher setting's times at 256 tokens, as this host's teacher drifts between runs."""
+    rows = {}
+    for label, file, shapes in KERNEL_RUNS:
+        speed = load(file)
+        if not speed:
+            continue
+        at = {row["prefix_tokens"]: row for row in speed["keystroke"]}
+        for shape in shapes:
+            name = f"shape-{shape}_int8"
+            rows[f"{shape}, {label}"] = {
+                **{f"x cheaper @{n}": at[n][f"speedup_{name}"] for n in (16, 64, 256)},
+                "student ms @256 (2 threads)": at[256][f"student_{name}_2t"]["median_ms"],
+                "teacher ms @256 (best)": min(v["median_ms"] for k, v in at[256].items() if k.startswith("teacher_"))}
+    return format_table(rows, "The keystroke kernel's gemvs and attention vectorised (student.sh, session 38): per "
+                              "keystroke, int8, batch 1, `benchmarks/run.py --quick --compare` alone on the AVX512-VNNI "
+                              "+ AMX host, each row one run (student-speed-v27*.json); l1 / l2: one / two inherited "
+                              "layers, l6-open8 the card's shape") if rows else ""
+
+
 def main():
     flags = sys.argv[1:]
     sections = (("--cells", cell_comparison), ("--peers", transfer_peer_table), ("--transfer", transfer_table))
@@ -719,7 +747,7 @@ def main():
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
-                           one_layer_table()) if t)
+                           one_layer_table(), kernel_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown

@@ -622,3 +622,34 @@ if [ ! -f benchmarks/probes/results/held-bytes-after.json ]; then
   git worktree remove --force "$BEFORE"
   $PY benchmarks/probes/held_bytes.py outputs/shape-l1 --output benchmarks/probes/results/held-bytes-after.json
 fi
+# Session 38 (the AVX512-VNNI + AMX host of session 37): the kernel's gemvs reduced four accumulators at once over
+# eight-row blocks, its quantisation and attention vectorised (8419218). Per keystroke for one and two layers and the
+# card's shape, each commit's code in the same harness, alone, one after the other; then where a keystroke goes.
+if [ ! -f "$OUT/student-speed-v27.json" ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" 7536948
+  PYTHONPATH="$BEFORE/src" $PY benchmarks/run.py --quick --output "$OUT/student-speed-v27-before.json" \
+    --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l6-open8
+  git worktree remove --force "$BEFORE"
+  $PY benchmarks/run.py --quick --output "$OUT/student-speed-v27.json" \
+    --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l6-open8
+fi
+# The quick benchmark's ten teacher calls a setting drifted by up to 1.5x between those two runs on this host (the
+# teacher at 64 tokens: 15.3 ms before, 20.1 ms after), so the change is also timed by the keystroke probe, each
+# commit's code three times in turn, two threads, 5 x 500 keystrokes a prefix length.
+if [ ! -f benchmarks/probes/results/keystroke-overhead-s38-after-3.json ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" 7536948
+  for k in 1 2 3; do
+    PYTHONPATH="$BEFORE/src" $PY benchmarks/probes/keystroke_overhead.py outputs/shape-l1 outputs/shape-l2 \
+      --threads 2 --output benchmarks/probes/results/keystroke-overhead-s38-before-$k.json
+    $PY benchmarks/probes/keystroke_overhead.py outputs/shape-l1 outputs/shape-l2 \
+      --threads 2 --output benchmarks/probes/results/keystroke-overhead-s38-after-$k.json
+  done
+  git worktree remove --force "$BEFORE"
+fi
+# Two more runs of the quick benchmark on the change, one and two layers only, for the spread of its ratios here.
+for k in 2 3; do
+  [ -f "$OUT/student-speed-v27-$k.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v27-$k.json" \
+    --compare outputs/shape-l1 outputs/shape-l2
+done
