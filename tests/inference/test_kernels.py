@@ -315,6 +315,55 @@ def test_a_forked_process_types_on_two_threads():
     assert torch.equal(torch.tensor(results.get(timeout=10)), expected)
 
 
+@torch.no_grad()
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tova_step_live_many_is_each_stream_stepped_alone(threads):
+    # Eleven causal streams (two chunks: 8 + 3) of different lengths, each on its own cache, stepped together in one
+    # native call, 14 rounds through 6 slots (each stream evicts from its own round on): every record and cache is
+    # what step_live gives that stream alone, bit for bit, and restore undoes each stream's step.
+    model = _tova(128, True, pooling_position_exponent=1.0)
+    step, layers, slots, n = Int8TOVAStep(model), 2, model.config.num_slots, 11
+    caches = [[torch.zeros(layers, 2, 1, slots, 128) for _ in range(n)] for _ in range(2)]  # together, alone
+    pointers = [[step.cache_pointers(kv) for kv in side] for side in caches]
+    states = [model.init_state(1) for _ in range(n)]
+    lead = torch.randint(0, 300, (n, 3)).tolist()
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        for j in range(n):  # stream j starts j % 4 tokens in, so the streams fill and evict at different rounds
+            for token in lead[j][:j % 4]:
+                small = [states[j].cell_state[i].contiguous() for i in step.small]
+                for side in (0, 1):
+                    step.step_live(token, pointers[side][j], [t.data_ptr() for t in small],
+                                   states[j].token_sum.data_ptr(), int(states[j].seen_tokens), 1, False)
+                states[j] = step(token, states[j])[1]
+        evicting = set()
+        for _ in range(14):
+            tokens = torch.randint(0, 300, (n,)).tolist()
+            smalls = [[states[j].cell_state[i].contiguous() for i in step.small] for j in range(n)]
+            over = [int(states[j].cell_state[-2]) + 1 > slots for j in range(n)]
+            evicting.add(tuple(over))
+            before = [kv.clone() for kv in caches[0]]
+            together = step.step_live_many(tokens, pointers[0], [[t.data_ptr() for t in sm] for sm in smalls],
+                                           [states[j].token_sum.data_ptr() for j in range(n)],
+                                           [int(states[j].seen_tokens) for j in range(n)], over)
+            for j in range(n):
+                alone = step.step_live(tokens[j], pointers[1][j], [t.data_ptr() for t in smalls[j]],
+                                       states[j].token_sum.data_ptr(), int(states[j].seen_tokens), 1, over[j])
+                assert torch.equal(together[j], alone) and torch.equal(caches[0][j], caches[1][j])
+                emb, states[j] = step(tokens[j], states[j])
+                assert torch.equal(step.record_views(together[j], 1, over[j])[1], emb)
+                if over[j]:
+                    step.restore(caches[0][j], together[j], 1)
+                    assert torch.equal(caches[0][j], before[j])
+                    caches[0][j].copy_(caches[1][j])
+    finally:
+        torch.set_num_threads(threads_before)
+    assert any(any(o) and not all(o) for o in evicting)  # a round where some streams evicted and others did not
+    with pytest.raises(ValueError, match="causal"):
+        Int8TOVAStep(_tova(128, False, open_tokens=3)).step_live_many([1], [None], [[]], [0], [0], [False])
+
+
 # A server's sessions typing together: an inherited student's caches are 0.4 MB each, so each stream steps its own
 # live cache in the kernel rather than being gathered into one batched call.
 @pytest.mark.parametrize("open_tokens", [1, 3])
@@ -325,6 +374,9 @@ def test_inherited_batched_streams_step_their_live_caches_in_the_kernel(teacher,
                                      open_tokens=open_tokens)
     quantized = quantize_int8(model)
     monkeypatch.setattr(quantized, "step", lambda *a, **k: pytest.fail("a batched model call"))
+    many, calls = quantized.step_kernel.step_live_many, []
+    # a causal student's round of streams is one native call
+    monkeypatch.setattr(quantized.step_kernel, "step_live_many", lambda *a: calls.append(len(a[0])) or many(*a))
 
     batch = BatchStreamingEncoder(quantized, tokenizer)
     ids = batch.open(3)
@@ -338,3 +390,4 @@ def test_inherited_batched_streams_step_their_live_caches_in_the_kernel(teacher,
         text = texts[i][:-deletes[i]] + more[i]
         assert batch.text(i) == text
         assert torch.equal(batch.embedding(i), _fused_from_scratch(quantized, tokenizer, text)), text
+    assert (max(calls, default=0) == 3) == (open_tokens == 1)

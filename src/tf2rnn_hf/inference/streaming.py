@@ -30,7 +30,7 @@ So a bounded stream never holds more than an unbounded one (a whole state is 128
 
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Tuple, Union
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
 
 import torch
 
@@ -138,6 +138,27 @@ class _RecordCheckpoint(_SlotCheckpoint):
 
     def own_bytes(self) -> int:
         return self.record.untyped_storage().nbytes()  # without making the views
+
+
+class _LiveStep(NamedTuple):
+    """What one stream's live step reads (`BatchStreamingEncoder._live_step_args`)."""
+
+    live: "_LiveCache"
+    small: List[int]  # pointers to the parent's small entries
+    tsum: int  # pointer to the parent's token sum
+    count: int  # rows the parent has committed
+    held: int  # open tokens the parent holds
+    seen: int  # tokens the parent has seen
+    token_sum: Optional[torch.Tensor]  # what a record without the residual keeps (the parent's)
+    width: int  # rows the step writes
+    overwrites: bool  # whether they replace rows in use
+    keep: object  # the tensors the pointers read, held until the step has run
+
+    def checkpoint(self, parent: "Checkpoint", record: torch.Tensor, kernel) -> "_RecordCheckpoint":
+        """The step's new state, now the live cache's."""
+        self.live.at = _RecordCheckpoint(parent, record, self.width, self.overwrites, self.count + self.width,
+                                         (self.held + 1) % kernel.open, self.seen + 1, self.token_sum, kernel)
+        return self.live.at
 
 
 class _LiveCache:
@@ -510,7 +531,9 @@ class BatchStreamingEncoder:
         if streams and self._live and hasattr(kernel, "step_live"):
             # Several streams too: gathering their caches (0.4 MB each at 128 slots) into one batched call and
             # splitting them back cost more than each stream's fused step in place (benchmarks/probes/
-            # batched_streams.py).
+            # batched_streams.py). A causal student's streams step in one native call, each on its own cache.
+            if len(streams) > 1 and kernel.open == 1:
+                return self._step_live_many(streams, states, ids, kernel)
             return [self._step_live(s, state, token, kernel) for s, state, token in zip(streams, states, ids)]
         if len(states) == 1 and kernel is not None and not self._slot_layers:
             # Straight to the fused step: model.step's input checks cost a GRU keystroke a sixth of its time, and
@@ -531,6 +554,21 @@ class BatchStreamingEncoder:
         those, into the cache, and the rest of the new state into one record, with the rows they replace so a
         delete can undo them (copying a whole cache per keystroke, or building one from rows, cost a third of a
         keystroke or more)."""
+        a = self._live_step_args(s, parent, kernel)
+        record = kernel.step_live(token, a.live.pointers, a.small, a.tsum, a.seen, a.width, a.overwrites)
+        return a.checkpoint(parent, record, kernel)
+
+    def _step_live_many(self, streams: List[_Stream], parents: List[Checkpoint], tokens: List[int],
+                        kernel) -> List[_SlotCheckpoint]:
+        """`_step_live` for several streams of a causal student in one native call (`step_live_many`): the products
+        read each weight once per few streams instead of once per stream."""
+        args = [self._live_step_args(s, parent, kernel) for s, parent in zip(streams, parents)]
+        records = kernel.step_live_many(tokens, [a.live.pointers for a in args], [a.small for a in args],
+                                        [a.tsum for a in args], [a.seen for a in args], [a.overwrites for a in args])
+        return [a.checkpoint(parent, record, kernel) for a, parent, record in zip(args, parents, records)]
+
+    def _live_step_args(self, s: _Stream, parent: Checkpoint, kernel) -> "_LiveStep":
+        """What a live step of stream `s` from `parent` reads, its live cache moved to `parent`."""
         live = s.live
         if live is None:
             config = self.model.config
@@ -542,6 +580,7 @@ class BatchStreamingEncoder:
             small, tsum = kernel.record_pointers(parent.record)
             count, held, seen = parent.count, parent.held, parent.seen
             token_sum = None if kernel.residual else parent.token_sum
+            keep = parent.record
         else:  # a whole state, or a checkpoint the batched path wrote
             entries = parent.small if isinstance(parent, _SlotCheckpoint) else \
                 [parent.cell_state[i] for i in self._small]
@@ -550,13 +589,11 @@ class BatchStreamingEncoder:
             small, tsum = [t.data_ptr() for t in entries], token_sum.data_ptr()
             count, seen = int(entries[-2]), int(parent.seen_tokens)
             held = int(entries[self._slot_layers + 1]) if kernel.open > 1 else 0
+            keep = entries, token_sum
             token_sum = None if kernel.residual else token_sum
         width = kernel.rows_written(held)
         overwrites = count + width > live.kv.shape[-2]  # rows in use are replaced
-        record = kernel.step_live(token, live.pointers, small, tsum, seen, width, overwrites)
-        live.at = _RecordCheckpoint(parent, record, width, overwrites, count + width, (held + 1) % kernel.open,
-                                    seen + 1, token_sum, kernel)
-        return live.at
+        return _LiveStep(live, small, tsum, count, held, seen, token_sum, width, overwrites, keep)
 
     def _checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState) -> Checkpoint:
         """`after` as a row checkpoint of `parent` (whose whole state is `before`): a step commits `open_tokens`

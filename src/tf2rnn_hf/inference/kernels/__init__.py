@@ -93,6 +93,8 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_tova_open_step.restype = None
     lib.tf2rnn_tova_open_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32] + [
         ctypes.c_void_p] * 9
+    lib.tf2rnn_tova_step_many.restype = None
+    lib.tf2rnn_tova_step_many.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32] + [ctypes.c_void_p] * 10
     lib.tf2rnn_tova_restore.restype = None
     lib.tf2rnn_tova_restore.argtypes = [ctypes.c_void_p] + [ctypes.c_int32] * 4 + [ctypes.c_void_p] * 2
     return lib
@@ -324,6 +326,40 @@ class Int8TOVAStep(_FusedStep):
         `overwrites` the rows replaced are saved so that `restore` can undo the step. Returns the step's record
         (`record_views` reads it)."""
         token_id = self._token(input_ids)
+        record, rows, slots, replaced, token_sum_out, emb = self._live_record(kv, small, token_sum, width, overwrites)
+        _follow_torch_threads(self.lib)
+        self._native(self._params_ref, token_id, *self._first, *kv, rows, slots, replaced, token_sum,
+                     ctypes.byref(ctypes.c_int64(seen + 1)), token_sum_out, emb)
+        return record
+
+    def step_live_many(self, input_ids: List[int], kvs: List[Tuple[ctypes.Array, ctypes.Array]],
+                       smalls: List[List[int]], token_sums: List[int], seens: List[int],
+                       overwrites: List[bool]) -> List[torch.Tensor]:
+        """`step_live` for several causal streams (one token each, each on its own cache) in one native call: the
+        products run once over all their tokens (`tf2rnn_tova_step_many`), the same records bit for bit."""
+        if self.open > 1:
+            raise ValueError("step_live_many steps causal students; with open tokens step each stream alone.")
+        n = len(input_ids)
+        ids = (ctypes.c_int64 * n)(*map(self._token, input_ids))
+        seen = (ctypes.c_int64 * n)(*(k + 1 for k in seens))
+        pointers = ctypes.c_void_p * n
+        ins, outs, rows, slots, replaced, token_sum_out, emb = (pointers() for _ in range(7))
+        records = []
+        for j, (kv, small, token_sum, over) in enumerate(zip(kvs, smalls, token_sums, overwrites)):
+            record, rows[j], slots[j], replaced[j], token_sum_out[j], emb[j] = self._live_record(
+                kv, small, token_sum, 1, over)
+            ins[j], outs[j] = ctypes.addressof(kv[0]), ctypes.addressof(kv[1])
+            records.append(record)
+        _follow_torch_threads(self.lib)
+        self.lib.tf2rnn_tova_step_many(self._params_ref, n, ids, ins, outs, rows, slots, replaced,
+                                       pointers(*token_sums), pointers(*(ctypes.addressof(seen) + 8 * j
+                                                                         for j in range(n))), token_sum_out, emb)
+        return records
+
+    def _live_record(self, kv, small: List[int], token_sum: int, width: int, overwrites: bool):
+        """A new record for one live step and where the step writes into it: (record, rows, slots, rows replaced,
+        token sum, embedding), pointers or None; `kv`'s entries for `small` are pointed at the parent's and the
+        record's."""
         head, block, size = self._record_sizes(width, overwrites)
         record = torch.empty(size)
         base = record.data_ptr()
@@ -335,11 +371,8 @@ class Int8TOVAStep(_FusedStep):
             rows = base + 4 * head
             slots = rows + 4 * block
             replaced = slots + 4 * self.layers * width if overwrites else None
-        _follow_torch_threads(self.lib)
-        self._native(self._params_ref, token_id, *self._first, ins, outs, rows, slots, replaced, token_sum,
-                     ctypes.byref(ctypes.c_int64(seen + 1)),
-                     base + 4 * self._record_tsum if self.residual else token_sum, base + 4 * self._record_emb)
-        return record
+        return (record, rows, slots, replaced, base + 4 * self._record_tsum if self.residual else token_sum,
+                base + 4 * self._record_emb)
 
     def record_views(self, record: torch.Tensor, width: int, overwrites: bool):
         """A record's parts as tensors (views): (`small`'s entries, embedding [1, O], token sum [1, O] or None

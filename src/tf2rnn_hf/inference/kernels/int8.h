@@ -72,7 +72,7 @@ static inline void scale4(__m128i acc, const float *s, const int32_t *rowsum, co
 
 /* y[v, i] = s[i] * sx[v] * (sum_j w[i,j] * (xu[v, j] - 128)) + b[i] for n activation vectors xu [n, cols] against
  * the same weights (y [n, rows]), rows i0 <= i < i1 (i0 a multiple of four, so that two threads can share one
- * product). Each block of four rows is read once and then, from L1, serves every vector:
+ * product). Each block of eight (or four) rows is read once and then, from L1, serves every vector:
  * reading the six layers' 10.6 MB again per open token cost an open-token step about a quarter of its time (3.46 ->
  * 2.57 ms with this, experiments.md, session 25). */
 static void gemv_rows(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,

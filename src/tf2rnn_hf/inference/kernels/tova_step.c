@@ -289,112 +289,144 @@ static void finish_layer(const tf2rnn_tova_params *p, int two, int l, int n, flo
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
     gemv_split(two, p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I,
                p->b_up + (int64_t)l * I, q, sc, n, I, H, up);
-    gelu(up, n * I);
+    for (int j = 0; j < n; ++j) gelu(up + (int64_t)j * I, I);  /* per token: its bits do not depend on n */
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up + (int64_t)j * I, I, q + (int64_t)j * I);
     gemv_split(two, p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, sc, n, H, I,
                tmp);
     add_norm(x, tmp, n, H, p->norm2_w + l * H, p->norm2_b + l * H, p->eps);
 }
 
-/* tsum/seen: the model's running token sum and tokens seen including this one (used with `residual`). */
-void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *in, float *const *out,
-                      float *rows, int32_t *slots, float *replaced, const float *tsum, const int64_t *seen,
-                      float *tsum_out, float *emb) {
+/* The causal step of n <= TF2RNN_CHUNK streams at once, each over its own state (in[j], out[j], ...: the arguments of
+ * tf2rnn_tova_step per stream). The products run once over all n tokens, so each weight block is read once per
+ * chunk rather than once per stream; each stream's attention, eviction and writes are its own. Per stream the
+ * arithmetic is the one-stream step's: the same bits whatever n. */
+#define TF2RNN_CHUNK 8
+static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const int64_t *tokens,
+                            float *const *const *in, float *const *const *out, float *const *rows,
+                            int32_t *const *slots, float *const *replaced, const float *const *tsum,
+                            const int64_t *const *seen, float *const *tsum_out, float *const *emb) {
     const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads;
     const float scale = 1.f / sqrtf((float)D);
     const int tail = 3 * p->L + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
-    const float count = in[tail][0];
-    float x[H], qkv[3 * H], mixed[H], tmp[H], up[I], w[heads * (S + 2)];
+    float x[n * H], qkv[n * 3 * H], mixed[n * H], tmp[n * H], up[n * I], w[heads * (S + 2)], sx[n];
     const float *kp[S + 2], *vp[S + 2];
     int slot_of[S + 2];
-    uint8_t q[I > H ? I : H];
+    uint8_t q[n * (I > H ? I : H)];
 
-    const int two = pool_claim();
-    long pos = (long)count + 1;
-    if (pos > p->P - 1) pos = p->P - 1;
-    const float *tok = p->table + token * H, *posv = p->position + pos * H;
-    for (int k = 0; k < H; ++k) x[k] = tok[k] + posv[k] + p->emb_bias[k];
-    layer_norm(x, p->emb_norm_w, p->emb_norm_b, H, p->eps);
-
+    for (int j = 0; j < n; ++j) {
+        long pos = (long)in[j][tail][0] + 1;
+        if (pos > p->P - 1) pos = p->P - 1;
+        const float *tok = p->table + tokens[j] * H, *posv = p->position + pos * H;
+        float *xj = x + (int64_t)j * H;
+        for (int k = 0; k < H; ++k) xj[k] = tok[k] + posv[k] + p->emb_bias[k];
+        layer_norm(xj, p->emb_norm_w, p->emb_norm_b, H, p->eps);
+    }
     for (int l = 0; l < p->L; ++l) {
-        const float *keys = in[3 * l], *values = in[3 * l + 1], *fill = in[3 * l + 2];
-        float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
         const int64_t HH = (int64_t)H * H;
-        float sx = quantize_u8(x, H, q);
+        for (int j = 0; j < n; ++j) sx[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
         gemv_split(two, p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q,
-                   &sx, 1, 3 * H, H, qkv);
-        const float *qv = qkv, *kv = qkv + H, *vv = qkv + 2 * H;
-        const float *sk = p->sink_key + (int64_t)l * H, *sv = p->sink_value + (int64_t)l * H;
-        /* What the query attends to: the sink, the filled slots, itself (unfilled slots weigh 0: skipped). */
-        int n = 0, used = 0;
-        kp[n] = sk; vp[n] = sv; slot_of[n++] = -1;
-        for (int s = 0; s < S; ++s) {
-            if (!(fill[s] > 0.f)) continue;
-            kp[n] = keys + (int64_t)s * H; vp[n] = values + (int64_t)s * H; slot_of[n++] = s;
-            ++used;
-        }
-        kp[n] = kv; vp[n] = vv; slot_of[n++] = S;
-        attend_split(two, qv, kp, vp, 1, n, heads, D, scale, w, S + 2, mixed);
-        /* TOVA: a full cache drops the slot the current query weighs least (averaged over heads). */
-        int target = used < S ? used : S - 1;
-        if (used >= S) {
-            float best = INFINITY;
-            for (int e = 1; e < n - 1; ++e) {
-                float sw = 0.f;
-                for (int h = 0; h < heads; ++h) sw += w[h * (S + 2) + e];
-                sw /= (float)heads;
-                if (sw < best) { best = sw; target = slot_of[e]; }
-            }
-        }
-        if (keys_out != NULL && keys_out != keys) {
-            /* A new state: filled rows copied, the rest zero (as the state they come from holds them), so a
-             * short prefix copies its few rows rather than the whole cache. */
+                   sx, n, 3 * H, H, qkv);
+        for (int j = 0; j < n; ++j) {
+            const float *keys = in[j][3 * l], *values = in[j][3 * l + 1], *fill = in[j][3 * l + 2];
+            float *keys_out = out[j][3 * l], *values_out = out[j][3 * l + 1], *fill_out = out[j][3 * l + 2];
+            const float *qv = qkv + (int64_t)j * 3 * H, *kv = qv + H, *vv = qv + 2 * H;
+            const float *sk = p->sink_key + (int64_t)l * H, *sv = p->sink_value + (int64_t)l * H;
+            /* What the query attends to: the sink, the filled slots, itself (unfilled slots weigh 0: skipped). */
+            int e = 0, used = 0;
+            kp[e] = sk; vp[e] = sv; slot_of[e++] = -1;
             for (int s = 0; s < S; ++s) {
-                float *ko = keys_out + (int64_t)s * H, *vo = values_out + (int64_t)s * H;
-                if (fill[s] > 0.f) {
-                    memcpy(ko, keys + (int64_t)s * H, sizeof(float) * H);
-                    memcpy(vo, values + (int64_t)s * H, sizeof(float) * H);
-                } else {
-                    memset(ko, 0, sizeof(float) * H);
-                    memset(vo, 0, sizeof(float) * H);
+                if (!(fill[s] > 0.f)) continue;
+                kp[e] = keys + (int64_t)s * H; vp[e] = values + (int64_t)s * H; slot_of[e++] = s;
+                ++used;
+            }
+            kp[e] = kv; vp[e] = vv; slot_of[e++] = S;
+            attend_split(two, qv, kp, vp, 1, e, heads, D, scale, w, S + 2, mixed + (int64_t)j * H);
+            /* TOVA: a full cache drops the slot the current query weighs least (averaged over heads). */
+            int target = used < S ? used : S - 1;
+            if (used >= S) {
+                float best = INFINITY;
+                for (int k = 1; k < e - 1; ++k) {
+                    float sw = 0.f;
+                    for (int h = 0; h < heads; ++h) sw += w[h * (S + 2) + k];
+                    sw /= (float)heads;
+                    if (sw < best) { best = sw; target = slot_of[k]; }
                 }
             }
-        }
-        if (fill_out != fill) memcpy(fill_out, fill, sizeof(float) * (size_t)S);
-        if (keys_out != NULL) {
-            if (replaced != NULL) {
-                memcpy(replaced + 2 * (int64_t)l * H, keys_out + (int64_t)target * H, sizeof(float) * H);
-                memcpy(replaced + (2 * (int64_t)l + 1) * H, values_out + (int64_t)target * H, sizeof(float) * H);
+            if (keys_out != NULL && keys_out != keys) {
+                /* A new state: filled rows copied, the rest zero (as the state they come from holds them), so a
+                 * short prefix copies its few rows rather than the whole cache. */
+                for (int s = 0; s < S; ++s) {
+                    float *ko = keys_out + (int64_t)s * H, *vo = values_out + (int64_t)s * H;
+                    if (fill[s] > 0.f) {
+                        memcpy(ko, keys + (int64_t)s * H, sizeof(float) * H);
+                        memcpy(vo, values + (int64_t)s * H, sizeof(float) * H);
+                    } else {
+                        memset(ko, 0, sizeof(float) * H);
+                        memset(vo, 0, sizeof(float) * H);
+                    }
+                }
             }
-            memcpy(keys_out + (int64_t)target * H, kv, sizeof(float) * H);
-            memcpy(values_out + (int64_t)target * H, vv, sizeof(float) * H);
+            if (fill_out != fill) memcpy(fill_out, fill, sizeof(float) * (size_t)S);
+            if (keys_out != NULL) {
+                if (replaced[j] != NULL) {
+                    memcpy(replaced[j] + 2 * (int64_t)l * H, keys_out + (int64_t)target * H, sizeof(float) * H);
+                    memcpy(replaced[j] + (2 * (int64_t)l + 1) * H, values_out + (int64_t)target * H,
+                           sizeof(float) * H);
+                }
+                memcpy(keys_out + (int64_t)target * H, kv, sizeof(float) * H);
+                memcpy(values_out + (int64_t)target * H, vv, sizeof(float) * H);
+            }
+            if (rows[j] != NULL) {
+                memcpy(rows[j] + 2 * (int64_t)l * H, kv, sizeof(float) * H);
+                memcpy(rows[j] + (2 * (int64_t)l + 1) * H, vv, sizeof(float) * H);
+                slots[j][l] = target;
+            }
+            fill_out[target] = 1.f;
         }
-        if (rows != NULL) {
-            memcpy(rows + 2 * (int64_t)l * H, kv, sizeof(float) * H);
-            memcpy(rows + (2 * (int64_t)l + 1) * H, vv, sizeof(float) * H);
-            slots[l] = target;
-        }
-        fill_out[target] = 1.f;
-
-        finish_layer(p, two, l, 1, x, mixed, q, tmp, up);
+        finish_layer(p, two, l, n, x, mixed, q, tmp, up);
     }
 
-    /* Running (weighted) mean of the top layer with the sink's output (the zero state has seen nothing; the
-     * sink weighs 1). */
-    const float *pooled = in[tail + 1];
-    float *pooled_out = out[tail + 1];
-    const float total = count > 0.f ? (p->weighted ? in[3 * p->L][0] : count + 1.f) : 1.f;
-    const float weight = p->weighted ? powf(count + 2.f, p->pool_exp) : 1.f;
-    for (int k = 0; k < H; ++k) {
-        float sum = count > 0.f ? pooled[k] * total : p->sink_output[k];
-        pooled_out[k] = (sum + weight * x[k]) / (total + weight);
+    for (int j = 0; j < n; ++j) {
+        /* Running (weighted) mean of the top layer with the sink's output (the zero state has seen nothing; the
+         * sink weighs 1). */
+        const float count = in[j][tail][0], *pooled = in[j][tail + 1], *xj = x + (int64_t)j * H;
+        float *pooled_out = out[j][tail + 1];
+        const float total = count > 0.f ? (p->weighted ? in[j][3 * p->L][0] : count + 1.f) : 1.f;
+        const float weight = p->weighted ? powf(count + 2.f, p->pool_exp) : 1.f;
+        for (int k = 0; k < H; ++k) {
+            float sum = count > 0.f ? pooled[k] * total : p->sink_output[k];
+            pooled_out[k] = (sum + weight * xj[k]) / (total + weight);
+        }
+        if (p->weighted) out[j][3 * p->L][0] = total + weight;
+        out[j][tail][0] = count + 1.f;
+        readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual, p->table + tokens[j] * H,
+                          tsum[j], seen[j], tsum_out[j], q, emb[j]);
     }
-    if (p->weighted) out[3 * p->L][0] = total + weight;
-    out[tail][0] = count + 1.f;
+}
+
+/* One causal keystroke. tsum/seen: the model's running token sum and tokens seen including this one (used with
+ * `residual`). */
+void tf2rnn_tova_step(const tf2rnn_tova_params *p, int64_t token, float *const *in, float *const *out,
+                      float *rows, int32_t *slots, float *replaced, const float *tsum, const int64_t *seen,
+                      float *tsum_out, float *emb) {
+    const int two = pool_claim();
+    tova_step_chunk(p, two, 1, &token, &in, &out, &rows, &slots, &replaced, &tsum, &seen, &tsum_out, &emb);
     pool_release(two);
+}
 
-    readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual, tok, tsum, seen, tsum_out,
-                      q, emb);
+/* One causal keystroke of each of n streams (a server's round): stream j's arguments are tf2rnn_tova_step's,
+ * each an entry of these arrays. The same result per stream as n calls of tf2rnn_tova_step, bit for bit. */
+void tf2rnn_tova_step_many(const tf2rnn_tova_params *p, int32_t n, const int64_t *tokens, float *const *const *in,
+                           float *const *const *out, float *const *rows, int32_t *const *slots,
+                           float *const *replaced, const float *const *tsum, const int64_t *const *seen,
+                           float *const *tsum_out, float *const *emb) {
+    const int two = pool_claim();
+    for (int j = 0; j < n; j += TF2RNN_CHUNK) {
+        const int m = n - j < TF2RNN_CHUNK ? n - j : TF2RNN_CHUNK;
+        tova_step_chunk(p, two, m, tokens + j, in + j, out + j, rows + j, slots + j, replaced + j, tsum + j,
+                        seen + j, tsum_out + j, emb + j);
+    }
+    pool_release(two);
 }
 
 /* One step of a student with open tokens (`TOVAAttentionCell._step_open`): the r = open + 1 newest tokens (the
