@@ -27,16 +27,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from run import summary, timed  # noqa: E402
 
 KERNELS = Path(__file__).resolve().parents[2] / "src" / "tf2rnn_hf" / "inference" / "kernels"
-SECTIONS = ("qkv gemv", "attention", "eviction + state copy", "out gemv + norm + up gemv", "gelu", "down gemv")
-# (text to find, what goes before it): a counter starts (TIC) or stops (TOC) there.
-MARKS = (("        float sx = quantize_u8(x, H, q);\n        gemv_split(two, p->w_qkv", "TIC(a) "),
-         ("        const float *qv = qkv,", "TOC(a, 0) TIC(b)\n"),
-         ("        /* TOVA: a full cache", "TOC(b, 1) TIC(c)\n"),
-         ("        finish_layer(p, two, l, 1, x, mixed, q, tmp, up);", "TOC(c, 2)\n"),
+SECTIONS = ("qkv gemv", "attention", "eviction + state copy", "out gemv + norm + up gemv", "gelu", "down gemv",
+            "pooling + readout")
+# (text to find, what goes before it): a counter starts (TIC) or stops (TOC) there. The probe calls the one-stream
+# entry, so the marks inside tova_step_chunk's per-stream loops count one stream.
+MARKS = (("        for (int j = 0; j < n; ++j) sx[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);\n"
+          "        gemv_split(two, p->w_qkv", "TIC(a) "),
+         ("        for (int j = 0; j < n; ++j) {\n            const float *keys = in[j][3 * l], *values = in[j][3 * l + 1],"
+          " *fill = in[j][3 * l + 2];\n            const float *qv", "TOC(a, 0) TIC(b)\n"),
+         ("        for (int j = 0; j < n; ++j) {\n            const float *keys = in[j][3 * l], *values = in[j][3 * l + 1],"
+          " *fill = in[j][3 * l + 2];\n            float *keys_out", "TOC(b, 1) TIC(c)\n"),
+         ("        finish_layer(p, two, l, n, x, mixed, q, tmp, up);", "TOC(c, 2)\n"),
          ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed", "TIC(d)\n"),
-         ("    gelu(up, n * I);", "TOC(d, 3) TIC(e)\n"),
+         ("    for (int j = 0; j < n; ++j) gelu(up", "TOC(d, 3) TIC(e)\n"),
          ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up", "TOC(e, 4) TIC(f)\n"),
-         ("    add_norm(x, tmp, n, H, p->norm2_w", "TOC(f, 5)\n"))
+         ("    add_norm(x, tmp, n, H, p->norm2_w", "TOC(f, 5)\n"),
+         ("    for (int j = 0; j < n; ++j) {\n        /* Running (weighted) mean", "TIC(g)\n"),
+         ("    }\n}\n\n/* One causal keystroke.", "    TOC(g, 6)\n"))
 
 
 def instrumented(folder: Path) -> ctypes.CDLL:

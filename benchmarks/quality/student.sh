@@ -653,3 +653,22 @@ for k in 2 3; do
   [ -f "$OUT/student-speed-v27-$k.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v27-$k.json" \
     --compare outputs/shape-l1 outputs/shape-l2
 done
+# Concurrent streams in one native call (e389448) against each stream's own call (a1c9f60): the batched-streams probe,
+# the fast tier's shape, each commit's code twice in turn (this host's speed drifts between runs minutes apart).
+if [ ! -f benchmarks/probes/results/batched-streams-s38-after-2.json ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" a1c9f60
+  for k in 1 2; do
+    PYTHONPATH="$BEFORE/src" $PY benchmarks/probes/batched_streams.py outputs/shape-l1 --counts 1 64 1024 \
+      --output benchmarks/probes/results/batched-streams-s38-before-$k.json
+    $PY benchmarks/probes/batched_streams.py outputs/shape-l1 --counts 1 64 1024 \
+      --output benchmarks/probes/results/batched-streams-s38-after-$k.json
+  done
+  git worktree remove --force "$BEFORE"
+fi
+# The same change without the stream's Python: one round of N streams' keystrokes, each stream's own native call
+# against one call for all, in turn within one process (stream_rounds.py), one and two threads.
+for t in 1 2; do
+  [ -f "benchmarks/probes/results/stream-rounds-s38-${t}t.json" ] || $PY benchmarks/probes/stream_rounds.py \
+    outputs/shape-l1 --counts 8 64 1024 --threads $t --output "benchmarks/probes/results/stream-rounds-s38-${t}t.json"
+done
