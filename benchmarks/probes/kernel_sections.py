@@ -33,11 +33,9 @@ SECTIONS = ("qkv gemv", "attention", "eviction + state copy", "out gemv + norm +
 # entry, so the marks inside tova_step_chunk's per-stream loops count one stream.
 MARKS = (("        for (int j = 0; j < n; ++j) sx[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);\n"
           "        gemv_split(two, p->w_qkv", "TIC(a) "),
-         ("        for (int j = 0; j < n; ++j) {\n            const float *keys = in[j][3 * l], *values = in[j][3 * l + 1],"
-          " *fill = in[j][3 * l + 2];\n            const float *qv", "TOC(a, 0) TIC(b)\n"),
-         ("        for (int j = 0; j < n; ++j) {\n            const float *keys = in[j][3 * l], *values = in[j][3 * l + 1],"
-          " *fill = in[j][3 * l + 2];\n            float *keys_out", "TOC(b, 1) TIC(c)\n"),
-         ("        finish_layer(p, two, l, n, x, mixed, q, tmp, up);", "TOC(c, 2)\n"),
+         ("            const float *keys = in[j][3 * l], *values", "TOC(a, 0) TIC(b)\n"),
+         ("            /* TOVA: a full cache", "TOC(b, 1) TIC(c)\n"),
+         ("        }\n        finish_layer(p, two, l, n, x, mixed, q, tmp, up);", "    TOC(c, 2)\n"),
          ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed", "TIC(d)\n"),
          ("    for (int j = 0; j < n; ++j) gelu(up", "TOC(d, 3) TIC(e)\n"),
          ("    for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up", "TOC(e, 4) TIC(f)\n"),

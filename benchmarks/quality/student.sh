@@ -672,3 +672,10 @@ for t in 1 2; do
   [ -f "benchmarks/probes/results/stream-rounds-s38-${t}t.json" ] || $PY benchmarks/probes/stream_rounds.py \
     outputs/shape-l1 --counts 8 64 1024 --threads $t --output "benchmarks/probes/results/stream-rounds-s38-${t}t.json"
 done
+# Again on a4235c4 (the attention of streams stepped together split by stream across the threads, the readout one
+# product over all).
+for t in 1 2; do
+  [ -f "benchmarks/probes/results/stream-rounds-s38-a4235c4-${t}t.json" ] || $PY benchmarks/probes/stream_rounds.py \
+    outputs/shape-l1 --counts 8 64 1024 --threads $t \
+    --output "benchmarks/probes/results/stream-rounds-s38-a4235c4-${t}t.json"
+done

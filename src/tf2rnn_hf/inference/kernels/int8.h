@@ -178,20 +178,11 @@ static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const f
 
 /* The model's tail after the cell: emb = normalize(readout(h) [+ running token mean]). `q` holds >= H
  * bytes; tsum_out gets tsum + tok (used with `residual`), `seen` counts tokens including this one. */
-static void normalize_embedding(int O, int residual, const float *tok, const float *tsum, const int64_t *seen,
-                                float *tsum_out, float *emb);
-
 static void readout_normalize(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
                               const float *h, int H, int O, int residual, const float *tok, const float *tsum,
                               const int64_t *seen, float *tsum_out, uint8_t *q, float *emb) {
     float sh = quantize_u8(h, H, q);
     gemv(w, s, rowsum, b, q, sh, O, H, emb);
-    normalize_embedding(O, residual, tok, tsum, seen, tsum_out, emb);
-}
-
-/* What follows the readout's product `emb` [O]: (+ running token mean) -> L2 normalisation. */
-static void normalize_embedding(int O, int residual, const float *tok, const float *tsum, const int64_t *seen,
-                                float *tsum_out, float *emb) {
     if (residual) {
         float inv_seen = 1.f / (float)(*seen);
         for (int k = 0; k < O; ++k) {

@@ -275,33 +275,6 @@ static void attend_split(int two, const float *q, const float *const *kp, const 
     run_split(two, attend_part, &a);
 }
 
-/* n streams' queries, one each (q [n, 3H], their Q first), each over its own entries (kp, vp [n, stride], entries[j]
- * of them): weights into w [n, heads, stride], mixes [n, H]. With two threads one stream splits by heads, several by
- * streams (one hand-over for all of them rather than one each). */
-typedef struct {
-    const float *q; const float *const *kp; const float *const *vp; const int *entries; int n, heads, D, stride;
-    float scale; float *w, *mixed;
-} streams_job;
-
-static void attend_streams_part(void *ctx, int part, int parts) {
-    const streams_job *a = ctx;
-    const int H = a->heads * a->D;
-    for (int j = part * a->n / parts; j < (part + 1) * a->n / parts; ++j)
-        attend(a->q + (int64_t)j * 3 * H, a->kp + (int64_t)j * a->stride, a->vp + (int64_t)j * a->stride,
-               a->entries[j], 0, a->heads, a->D, a->scale, a->w + (int64_t)j * a->heads * a->stride, a->stride,
-               a->mixed + (int64_t)j * H);
-}
-
-static void attend_streams(int two, int n, const float *q, const float *const *kp, const float *const *vp,
-                           const int *entries, int heads, int D, int stride, float scale, float *w, float *mixed) {
-    if (n == 1) {
-        attend_split(two, q, kp, vp, 1, entries[0], heads, D, scale, w, stride, mixed);
-        return;
-    }
-    streams_job a = {q, kp, vp, entries, n, heads, D, stride, scale, w, mixed};
-    run_split(two, attend_streams_part, &a);
-}
-
 /* The rest of a layer after its attention, in place on n tokens' x [n, H] (their attention mixes `mixed` [n, H]):
  * int8 output projection, residual, attention_norm, int8 feed-forward (GELU), residual, output_norm, each
  * projection one gemv_batch over the n tokens. `q` holds n * max(H, I) bytes, tmp [n, H] and up [n, I] are scratch. */
@@ -335,9 +308,9 @@ static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const i
     const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads;
     const float scale = 1.f / sqrtf((float)D);
     const int tail = 3 * p->L + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
-    float x[n * H], qkv[n * 3 * H], mixed[n * H], tmp[n * H], up[n * I], w[n * heads * (S + 2)], sx[n], ro[n * O];
-    const float *kp[n * (S + 2)], *vp[n * (S + 2)];
-    int slot_of[n * (S + 2)], entries[n], used[n];
+    float x[n * H], qkv[n * 3 * H], mixed[n * H], tmp[n * H], up[n * I], w[heads * (S + 2)], sx[n];
+    const float *kp[S + 2], *vp[S + 2];
+    int slot_of[S + 2];
     uint8_t q[n * (I > H ? I : H)];
 
     for (int j = 0; j < n; ++j) {
@@ -355,36 +328,28 @@ static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const i
                    sx, n, 3 * H, H, qkv);
         for (int j = 0; j < n; ++j) {
             const float *keys = in[j][3 * l], *values = in[j][3 * l + 1], *fill = in[j][3 * l + 2];
-            const float *qv = qkv + (int64_t)j * 3 * H;
-            const float **kj = kp + j * (S + 2), **vj = vp + j * (S + 2);
-            int *sj = slot_of + j * (S + 2);
+            float *keys_out = out[j][3 * l], *values_out = out[j][3 * l + 1], *fill_out = out[j][3 * l + 2];
+            const float *qv = qkv + (int64_t)j * 3 * H, *kv = qv + H, *vv = qv + 2 * H;
+            const float *sk = p->sink_key + (int64_t)l * H, *sv = p->sink_value + (int64_t)l * H;
             /* What the query attends to: the sink, the filled slots, itself (unfilled slots weigh 0: skipped). */
-            int e = 0;
-            used[j] = 0;
-            kj[e] = p->sink_key + (int64_t)l * H; vj[e] = p->sink_value + (int64_t)l * H; sj[e++] = -1;
+            int e = 0, used = 0;
+            kp[e] = sk; vp[e] = sv; slot_of[e++] = -1;
             for (int s = 0; s < S; ++s) {
                 if (!(fill[s] > 0.f)) continue;
-                kj[e] = keys + (int64_t)s * H; vj[e] = values + (int64_t)s * H; sj[e++] = s;
-                ++used[j];
+                kp[e] = keys + (int64_t)s * H; vp[e] = values + (int64_t)s * H; slot_of[e++] = s;
+                ++used;
             }
-            kj[e] = qv + H; vj[e] = qv + 2 * H; sj[e++] = S;
-            entries[j] = e;
-        }
-        attend_streams(two, n, qkv, kp, vp, entries, heads, D, S + 2, scale, w, mixed);
-        for (int j = 0; j < n; ++j) {
-            const float *keys = in[j][3 * l], *values = in[j][3 * l + 1], *fill = in[j][3 * l + 2];
-            float *keys_out = out[j][3 * l], *values_out = out[j][3 * l + 1], *fill_out = out[j][3 * l + 2];
-            const float *kv = qkv + (int64_t)j * 3 * H + H, *vv = kv + H, *wj = w + (int64_t)j * heads * (S + 2);
-            const int *sj = slot_of + j * (S + 2), e = entries[j];
+            kp[e] = kv; vp[e] = vv; slot_of[e++] = S;
+            attend_split(two, qv, kp, vp, 1, e, heads, D, scale, w, S + 2, mixed + (int64_t)j * H);
             /* TOVA: a full cache drops the slot the current query weighs least (averaged over heads). */
-            int target = used[j] < S ? used[j] : S - 1;
-            if (used[j] >= S) {
+            int target = used < S ? used : S - 1;
+            if (used >= S) {
                 float best = INFINITY;
                 for (int k = 1; k < e - 1; ++k) {
                     float sw = 0.f;
-                    for (int h = 0; h < heads; ++h) sw += wj[h * (S + 2) + k];
+                    for (int h = 0; h < heads; ++h) sw += w[h * (S + 2) + k];
                     sw /= (float)heads;
-                    if (sw < best) { best = sw; target = sj[k]; }
+                    if (sw < best) { best = sw; target = slot_of[k]; }
                 }
             }
             if (keys_out != NULL && keys_out != keys) {
@@ -434,13 +399,8 @@ static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const i
         }
         if (p->weighted) out[j][3 * p->L][0] = total + weight;
         out[j][tail][0] = count + 1.f;
-        sx[j] = quantize_u8(pooled_out, H, q + (int64_t)j * H);
-    }
-    /* The readout, readout_normalize's arithmetic with the product over all n at once. */
-    gemv_split(two, p->w_o, p->s_o, p->r_o, p->b_o, q, sx, n, O, H, ro);
-    for (int j = 0; j < n; ++j) {
-        memcpy(emb[j], ro + (int64_t)j * O, sizeof(float) * (size_t)O);
-        normalize_embedding(O, p->residual, p->table + tokens[j] * H, tsum[j], seen[j], tsum_out[j], emb[j]);
+        readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual, p->table + tokens[j] * H,
+                          tsum[j], seen[j], tsum_out[j], q, emb[j]);
     }
 }
 
