@@ -679,3 +679,15 @@ for t in 1 2; do
     outputs/shape-l1 --counts 8 64 1024 --threads $t \
     --output "benchmarks/probes/results/stream-rounds-s38-a4235c4-${t}t.json"
 done
+# The GRU's fused step shares int8.h's gemv: GRU-768's shape before (7536948) and after the change, twice in turn.
+if [ ! -f benchmarks/probes/results/keystroke-overhead-s38-gru-after-2.json ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" 7536948
+  for k in 1 2; do
+    PYTHONPATH="$BEFORE/src" $PY benchmarks/probes/keystroke_overhead.py outputs/shape-gru768 \
+      --output benchmarks/probes/results/keystroke-overhead-s38-gru-before-$k.json
+    $PY benchmarks/probes/keystroke_overhead.py outputs/shape-gru768 \
+      --output benchmarks/probes/results/keystroke-overhead-s38-gru-after-$k.json
+  done
+  git worktree remove --force "$BEFORE"
+fi
