@@ -360,6 +360,8 @@ def test_tova_step_live_many_is_each_stream_stepped_alone(threads):
     finally:
         torch.set_num_threads(threads_before)
     assert any(any(o) and not all(o) for o in evicting)  # a round where some streams evicted and others did not
+    with pytest.raises(ValueError, match="one entry per stream"):  # a short list would be a NULL cache in C
+        step.step_live_many(tokens, pointers[0][:-1], smalls, [0] * n, [0] * n, over)
     with pytest.raises(ValueError, match="causal"):
         Int8TOVAStep(_tova(128, False, open_tokens=3)).step_live_many([1], [None], [[]], [0], [0], [False])
 

@@ -340,6 +340,10 @@ class Int8TOVAStep(_FusedStep):
         if self.open > 1:
             raise ValueError("step_live_many steps causal students; with open tokens step each stream alone.")
         n = len(input_ids)
+        sizes = [len(kvs), len(smalls), len(token_sums), len(seens), len(overwrites)]
+        if any(size != n for size in sizes):  # the kernel would read a missing stream's pointers as NULL
+            raise ValueError(f"step_live_many takes one entry per stream in each list: {n} tokens, and "
+                             f"{sizes} caches, small entries, token sums, counts and overwrite flags.")
         ids = (ctypes.c_int64 * n)(*map(self._token, input_ids))
         seen = (ctypes.c_int64 * n)(*(k + 1 for k in seens))
         pointers = ctypes.c_void_p * n
