@@ -53,9 +53,10 @@ def instrumented(folder: Path) -> ctypes.CDLL:
             raise SystemExit(f"tova_step.c changed: cannot place a counter before {anchor.strip()!r}")
         src = src.replace(anchor, mark + anchor)
     (folder / "tova_step.c").write_text(src)
-    for header in ("int8.h", "pool.h"):
-        shutil.copy(KERNELS / header, folder / header)
-    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", "-pthread", str(folder / "tova_step.c"), "-o",
+    for name in ("int8.h", "pool.h", "pool.c"):
+        shutil.copy(KERNELS / name, folder / name)
+    subprocess.run(["cc", "-O3", "-march=native", "-shared", "-fPIC", "-pthread", str(folder / "tova_step.c"),
+                    str(folder / "pool.c"), "-o",
                     str(folder / "libprobe.so"), "-lm"], check=True)
     return ctypes.CDLL(str(folder / "libprobe.so"))
 

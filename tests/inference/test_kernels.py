@@ -262,7 +262,7 @@ def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeyp
             assert not built  # every move of the live cache was in place
 
 
-def _keystrokes(step: Int8TOVAStep, model: TF2RNNModel, tokens, threads: int):
+def _keystrokes(step, model: TF2RNNModel, tokens, threads: int):
     """The embeddings [len(tokens), O] and the last state of typing `tokens` through `step` on `threads`."""
     torch.set_num_threads(threads)
     state, embeddings = model.init_state(1), []
@@ -290,6 +290,24 @@ def test_two_threads_give_the_one_thread_keystroke_bit_for_bit(hidden, open_toke
         torch.set_num_threads(threads)
     assert torch.equal(one[0], two[0])
     assert all(torch.equal(a, b) for a, b in zip(one[1]._tensors(), two[1]._tensors()))
+
+
+# The GRU's products split by rows too: 384 rows split at 192 (the 128-wide recurrent product vectorised, the 48-wide
+# input product scalar), 300 at 148 (all scalar).
+@torch.no_grad()
+@pytest.mark.parametrize("hidden", [128, 100])
+def test_gru_keystrokes_on_two_threads_are_the_one_thread_keystrokes(hidden):
+    model = _student(hidden, True)
+    step, tokens, threads = Int8GRUStep(model), torch.randint(0, 300, (40,)).tolist(), torch.get_num_threads()
+    try:
+        before = step.lib.tf2rnn_helper_tasks()
+        one = _keystrokes(step, model, tokens, 1)
+        assert step.lib.tf2rnn_helper_tasks() == before
+        two = _keystrokes(step, model, tokens, 2)
+        assert step.lib.tf2rnn_helper_tasks() > before
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one[0], two[0]) and torch.equal(one[1].cell_state[0], two[1].cell_state[0])
 
 
 @torch.no_grad()

@@ -36,7 +36,7 @@ from ...models.tf2rnn.cells_tf2rnn import TOVAAttentionCell
 from ...utils import cpu_flags, default_cache_dir
 
 logger = logging.getLogger(__name__)
-SOURCES = [Path(__file__).parent / name for name in ("gru_step.c", "tova_step.c")]
+SOURCES = [Path(__file__).parent / name for name in ("gru_step.c", "tova_step.c", "pool.c")]
 HEADERS = [Path(__file__).parent / name for name in ("int8.h", "pool.h")]
 
 
@@ -116,7 +116,7 @@ _threads_set = [0]  # what the library was last told (tf2rnn_set_threads is a pr
 
 
 def _follow_torch_threads(lib: ctypes.CDLL) -> None:
-    """A `tova_attention` keystroke splits its products over two threads where torch may use two or more
+    """A fused keystroke splits its products over two threads where torch may use two or more
     (`torch.set_num_threads(1)` keeps it on one); the result is the same either way."""
     threads = torch.get_num_threads()
     if threads != _threads_set[0]:
@@ -199,6 +199,7 @@ class Int8GRUStep(_FusedStep):
         h_out, emb = torch.empty(1, 1, self.hidden_size), torch.empty(1, self.output_size)
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum  # the kernel writes it only then
         seen = state.seen_tokens + 1
+        _follow_torch_threads(self.lib)
         self.lib.tf2rnn_gru_step(self._params_ref, token_id, h.data_ptr(), tsum.data_ptr(), seen.data_ptr(),
                                  h_out.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, TF2RNNState((h_out,), token_sum, seen, emb)

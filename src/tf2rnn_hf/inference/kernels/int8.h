@@ -9,6 +9,8 @@
 #define TF2RNN_INT8_H
 #include <math.h>
 #include <stdint.h>
+
+#include "pool.h"
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -168,6 +170,25 @@ static void gemv_rows(const int8_t *w, const float *s, const int32_t *rowsum, co
 static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
                        const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
     gemv_rows(w, s, rowsum, b, xu, sx, n, rows, cols, y, 0, rows);
+}
+
+/* gemv_batch split between this thread and pool.h's helper by rows (pool_claim's `two`), the same bits either way. */
+typedef struct {
+    const int8_t *w; const float *s; const int32_t *rowsum; const float *b; const uint8_t *xu; const float *sx;
+    int n, rows, cols; float *y;
+} gemv_job;
+
+static inline void gemv_part(void *ctx, int part, int parts) {
+    const gemv_job *j = ctx;
+    const int mid = parts == 1 ? j->rows : j->rows / 8 * 4;  /* a multiple of four: gemv_rows' blocks stay whole */
+    gemv_rows(j->w, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
+              part ? j->rows : mid);
+}
+
+static inline void gemv_split(int two, const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+                              const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
+    gemv_job j = {w, s, rowsum, b, xu, sx, n, rows, cols, y};
+    run_split(two, gemv_part, &j);
 }
 
 /* One activation vector: y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i]. */

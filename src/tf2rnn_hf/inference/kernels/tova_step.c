@@ -236,25 +236,7 @@ static void add_norm(float *x, const float *delta, int n, int H, const float *w,
     }
 }
 
-/* gemv_batch and attention split between this thread and pool.h's helper: by rows, and by heads. */
-typedef struct {
-    const int8_t *w; const float *s; const int32_t *rowsum; const float *b; const uint8_t *xu; const float *sx;
-    int n, rows, cols; float *y;
-} gemv_job;
-
-static void gemv_part(void *ctx, int part, int parts) {
-    const gemv_job *j = ctx;
-    const int mid = parts == 1 ? j->rows : j->rows / 8 * 4;  /* a multiple of four: gemv_rows' blocks stay whole */
-    gemv_rows(j->w, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
-              part ? j->rows : mid);
-}
-
-static void gemv_split(int two, const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
-                       const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
-    gemv_job j = {w, s, rowsum, b, xu, sx, n, rows, cols, y};
-    run_split(two, gemv_part, &j);
-}
-
+/* Attention split between this thread and pool.h's helper, by heads (int8.h's gemv_split splits products by rows). */
 /* r queries (q [r, 3H], their Q first) over the same n entries: weights into w [r, heads, stride], mixes [r, H]. */
 typedef struct {
     const float *q; const float *const *kp; const float *const *vp; int r, n, heads, D, H, stride; float scale;

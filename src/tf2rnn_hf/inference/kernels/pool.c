@@ -1,0 +1,116 @@
+/* The keystroke kernels' helper thread (pool.h says how it is used). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define TF2RNN_RELAX() _mm_pause()
+#else
+#define TF2RNN_RELAX() ((void)0)
+#endif
+
+#include "pool.h"
+
+static struct {
+    pthread_mutex_t owner;  /* held by the keystroke using the helper */
+    pthread_mutex_t lock;   /* with `wake`: the helper's sleep */
+    pthread_cond_t wake;
+    atomic_uint posted, done;  /* task numbers: posted by the owner, done by the helper */
+    atomic_int resting;        /* no keystroke holds the helper: it sleeps */
+    atomic_int sleeping, started, threads;
+    tf2rnn_task task;
+    void *ctx;
+} tf2rnn_pool = {.owner = PTHREAD_MUTEX_INITIALIZER, .lock = PTHREAD_MUTEX_INITIALIZER,
+                 .wake = PTHREAD_COND_INITIALIZER};
+
+/* Tasks the helper has run in this process (what a test reads to see that it works). */
+unsigned tf2rnn_helper_tasks(void) { return atomic_load(&tf2rnn_pool.done); }
+
+/* How many threads a keystroke may use (1 or 2; more count as 2). */
+void tf2rnn_set_threads(int threads) { atomic_store(&tf2rnn_pool.threads, threads > 1 ? 2 : 1); }
+
+static void *pool_helper(void *first) {
+    unsigned seen = (unsigned)(uintptr_t)first;
+    for (;;) {
+        unsigned posted;
+        while ((posted = atomic_load(&tf2rnn_pool.posted)) == seen) {
+            if (!atomic_load(&tf2rnn_pool.resting)) {
+                TF2RNN_RELAX();
+                continue;
+            }
+            pthread_mutex_lock(&tf2rnn_pool.lock);
+            atomic_store(&tf2rnn_pool.sleeping, 1);
+            while (atomic_load(&tf2rnn_pool.posted) == seen && atomic_load(&tf2rnn_pool.resting))
+                pthread_cond_wait(&tf2rnn_pool.wake, &tf2rnn_pool.lock);
+            atomic_store(&tf2rnn_pool.sleeping, 0);
+            pthread_mutex_unlock(&tf2rnn_pool.lock);
+        }
+        seen = posted;
+        tf2rnn_pool.task(tf2rnn_pool.ctx, 1, 2);
+        atomic_store(&tf2rnn_pool.done, posted);
+    }
+    return NULL;
+}
+
+static void pool_wake(void) {
+    if (atomic_load(&tf2rnn_pool.sleeping)) {
+        pthread_mutex_lock(&tf2rnn_pool.lock);
+        pthread_cond_signal(&tf2rnn_pool.wake);
+        pthread_mutex_unlock(&tf2rnn_pool.lock);
+    }
+}
+
+/* A forked child has no helper thread (and may hold copies of locked mutexes): it starts afresh. */
+static void pool_after_fork(void) {
+    pthread_mutex_init(&tf2rnn_pool.owner, NULL);
+    pthread_mutex_init(&tf2rnn_pool.lock, NULL);
+    pthread_cond_init(&tf2rnn_pool.wake, NULL);
+    atomic_store(&tf2rnn_pool.started, 0);
+    atomic_store(&tf2rnn_pool.sleeping, 0);
+    atomic_store(&tf2rnn_pool.done, atomic_load(&tf2rnn_pool.posted));
+}
+
+static void pool_register_fork(void) { pthread_atfork(NULL, NULL, pool_after_fork); }
+
+int pool_claim(void) {
+    if (atomic_load(&tf2rnn_pool.threads) < 2 || pthread_mutex_trylock(&tf2rnn_pool.owner) != 0) return 0;
+    atomic_store(&tf2rnn_pool.resting, 0);
+    if (!atomic_load(&tf2rnn_pool.started)) {
+        static pthread_once_t registered = PTHREAD_ONCE_INIT;
+        pthread_once(&registered, pool_register_fork);
+        pthread_t thread;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        int failed = pthread_create(&thread, &attr, pool_helper,
+                                    (void *)(uintptr_t)atomic_load(&tf2rnn_pool.posted));
+        pthread_attr_destroy(&attr);
+        if (failed) {
+            atomic_store(&tf2rnn_pool.resting, 1);
+            pthread_mutex_unlock(&tf2rnn_pool.owner);
+            return 0;
+        }
+        atomic_store(&tf2rnn_pool.started, 1);
+    }
+    pool_wake();
+    return 1;
+}
+
+void pool_release(int claimed) {
+    if (!claimed) return;
+    atomic_store(&tf2rnn_pool.resting, 1);
+    pthread_mutex_unlock(&tf2rnn_pool.owner);
+}
+
+void run_split(int claimed, tf2rnn_task task, void *ctx) {
+    if (!claimed) {
+        task(ctx, 0, 1);
+        return;
+    }
+    tf2rnn_pool.task = task;
+    tf2rnn_pool.ctx = ctx;
+    const unsigned posted = atomic_load(&tf2rnn_pool.posted) + 1;
+    atomic_store(&tf2rnn_pool.posted, posted);
+    task(ctx, 0, 2);
+    while (atomic_load(&tf2rnn_pool.done) != posted) TF2RNN_RELAX();
+}
