@@ -691,3 +691,16 @@ if [ ! -f benchmarks/probes/results/keystroke-overhead-s38-gru-after-2.json ]; t
   done
   git worktree remove --force "$BEFORE"
 fi
+# The GRU's products split over the two threads (the commit after a5ab9c4's measurement): GRU-768's shape on two
+# threads, a5ab9c4's code and the split's in turn, twice.
+if [ ! -f benchmarks/probes/results/keystroke-overhead-s38-gru-split-2.json ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" a5ab9c4
+  for k in 1 2; do
+    PYTHONPATH="$BEFORE/src" $PY benchmarks/probes/keystroke_overhead.py outputs/shape-gru768 --threads 2 \
+      --output benchmarks/probes/results/keystroke-overhead-s38-gru-unsplit-$k.json
+    $PY benchmarks/probes/keystroke_overhead.py outputs/shape-gru768 --threads 2 \
+      --output benchmarks/probes/results/keystroke-overhead-s38-gru-split-$k.json
+  done
+  git worktree remove --force "$BEFORE"
+fi
