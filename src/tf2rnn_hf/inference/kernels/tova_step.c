@@ -128,7 +128,9 @@ static inline __m128 reduce4_ps(__m512 a0, __m512 a1, __m512 a2, __m512 a3) {
     __m512 r23 = _mm512_add_ps(_mm512_unpacklo_ps(a2, a3), _mm512_unpackhi_ps(a2, a3));
     __m512 r = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(r01), _mm512_castps_pd(r23))),
                              _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(r01), _mm512_castps_pd(r23))));
-    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(r), _mm512_extractf32x8_ps(r, 1));
+    /* the upper half through AVX512F's 64-bit extract (extractf32x8 needs AVX512DQ) */
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(r),
+                             _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(r), 1)));
     return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
