@@ -639,7 +639,8 @@ def one_layer_table() -> str:
 KERNEL_RUNS = (("before 8419218", "student-speed-v27-before", ("l1", "l2", "l6-open8")),
                ("8419218, run 1", "student-speed-v27", ("l1", "l2", "l6-open8")),
                ("8419218, run 2", "student-speed-v27-2", ("l1", "l2")),
-               ("8419218, run 3", "student-speed-v27-3", ("l1", "l2")))
+               ("8419218, run 3", "student-speed-v27-3", ("l1", "l2")),
+               ("d890625 (the session's end)", "student-speed-v28", ("l1", "l2", "gru768")))
 
 
 def kernel_table() -> str:
@@ -659,8 +660,8 @@ def kernel_table() -> str:
                 "teacher ms @256 (best)": min(v["median_ms"] for k, v in at[256].items() if k.startswith("teacher_"))}
     return format_table(rows, "The keystroke kernel's gemvs and attention vectorised (student.sh, session 38): per "
                               "keystroke, int8, batch 1, `benchmarks/run.py --quick --compare` alone on the AVX512-VNNI "
-                              "+ AMX host, each row one run (student-speed-v27*.json); l1 / l2: one / two inherited "
-                              "layers, l6-open8 the card's shape") if rows else ""
+                              "+ AMX host, each row one run (student-speed-v27*.json, -v28.json); l1 / l2: one / two "
+                              "inherited layers, l6-open8 the card's shape, gru768 GRU-768's") if rows else ""
 
 
 def main():

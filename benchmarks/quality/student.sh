@@ -704,3 +704,6 @@ if [ ! -f benchmarks/probes/results/keystroke-overhead-s38-gru-split-2.json ]; t
   done
   git worktree remove --force "$BEFORE"
 fi
+# After the session's kernels (d890625): one inherited layer, two, and GRU-768's shape in one run.
+[ -f "$OUT/student-speed-v28.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v28.json" \
+  --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-gru768
