@@ -72,7 +72,7 @@ static inline void scale4(__m128i acc, const float *s, const int32_t *rowsum, co
 }
 
 /* gemv_rows' rows i <= r < i + R (R = 8 or 4) for every vector, from R accumulators. Always inlined, so that R is a
- * constant and the accumulators stay in registers (left to gcc, the 384-column products ran ~1.3x slower in a probe). */
+ * constant and the accumulators stay in registers (left to gcc, 384-column products ran ~1.3x slower in a probe). */
 __attribute__((always_inline)) static inline void rows_block_vnni(
     const int8_t *w, const float *s, const int32_t *rowsum, const float *b, const uint8_t *xu, const float *sx, int n,
     int rows, int cols, float *y, int i, int R) {
