@@ -4,6 +4,7 @@ included), two threads compute what one does (forked processes included), and wi
 back to PyTorch."""
 
 import multiprocessing
+import time
 
 import pytest
 import torch
@@ -167,11 +168,15 @@ def test_inherited_streams_take_the_fused_step_and_stay_close_under_edits(teache
     calls = []
     real = Int8TOVAStep.step_live
     monkeypatch.setattr(Int8TOVAStep, "step_live", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    prewakes = []
+    wake = Int8TOVAStep.prewake
+    monkeypatch.setattr(Int8TOVAStep, "prewake", lambda self: prewakes.append(1) or wake(self))
     encoder = StreamingEncoder(quantized, tokenizer)
     encoder.type("search as you tyep with a cache")
     encoder.delete(2)
     emb = encoder.type("pe now, past eight slots")
     assert calls  # single-stream keystrokes ran in the kernel
+    assert len(prewakes) == 3  # each edit woke the kernel's helper as it started
     scratch = student_encoder(model, tokenizer)(["search as you tyep with a cacpe now, past eight slots"])[0]
     assert torch.dot(emb, scratch) >= 0.99  # fp32 from scratch vs the int8 stream after edits and evictions
 
@@ -311,6 +316,37 @@ def test_gru_keystrokes_on_two_threads_are_the_one_thread_keystrokes(hidden):
 
 
 @torch.no_grad()
+def test_prewoken_keystrokes_are_the_one_thread_keystrokes():
+    # The streaming encoder wakes the helper as a keystroke's Python part starts (tf2rnn_pool_prewake): claimed at
+    # once, claimed after the prewake's 1 ms spin ran out (the helper asleep again), or never claimed, every
+    # keystroke still runs on two threads and gives the one-thread bits; on one thread a prewake does nothing.
+    model = _tova(128, False, pooling_position_exponent=1.0)
+    step, tokens, threads = Int8TOVAStep(model), torch.randint(0, 300, (30,)).tolist(), torch.get_num_threads()
+    try:
+        one = _keystrokes(step, model, tokens, 1)
+        step.prewake()  # one thread: nothing to wake
+        torch.set_num_threads(2)
+        state, embeddings, tasks, waited = model.init_state(1), [], step.lib.tf2rnn_helper_tasks(), \
+            step.lib.tf2rnn_helper_waited_ns()
+        for k, token in enumerate(tokens):
+            step.prewake()
+            if k % 3 == 1:
+                time.sleep(0.003)  # past the prewake's spin
+            elif k % 3 == 2:
+                step.prewake()  # a second prewake before the claim
+            emb, state = step(token, state)
+            embeddings.append(emb)
+        step.prewake()  # unclaimed: the helper sleeps again after its spin
+        time.sleep(0.003)
+        assert step.lib.tf2rnn_helper_tasks() > tasks and step.lib.tf2rnn_helper_waited_ns() >= waited
+        two = _keystrokes(step, model, tokens, 2)  # and later keystrokes still find it
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(one[0], torch.cat(embeddings)) and torch.equal(one[0], two[0])
+    assert all(torch.equal(a, b) for a, b in zip(one[1]._tensors(), state._tensors()))
+
+
+@torch.no_grad()
 def test_a_forked_process_types_on_two_threads():
     # A process forked after the helper thread started has no helper: it must start its own, not wait forever on
     # the parent's (a server that loads the model, then forks its workers).
@@ -368,7 +404,7 @@ def test_tova_step_live_many_is_each_stream_stepped_alone(threads):
             for j in range(n):
                 alone = step.step_live(tokens[j], pointers[1][j], [t.data_ptr() for t in smalls[j]],
                                        states[j].token_sum.data_ptr(), int(states[j].seen_tokens), 1, over[j])
-                assert torch.equal(together[j], alone) and torch.equal(caches[0][j], caches[1][j])
+                assert bytes(together[j]) == bytes(alone) and torch.equal(caches[0][j], caches[1][j])
                 emb, states[j] = step(tokens[j], states[j])
                 assert torch.equal(step.record_views(together[j], 1, over[j])[1], emb)
                 if over[j]:

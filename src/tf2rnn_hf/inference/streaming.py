@@ -28,6 +28,7 @@ outweigh one whole state; then the oldest kept checkpoint is made whole, the roo
 So a bounded stream never holds more than an unbounded one (a whole state is 128 tokens' rows at 128 slots).
 """
 
+import ctypes
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple, Union
@@ -106,7 +107,7 @@ class _SlotCheckpoint:
 
 
 class _RecordCheckpoint(_SlotCheckpoint):
-    """A checkpoint the fused step wrote on a live cache: one record tensor (`Int8TOVAStep.step_live`) and the
+    """A checkpoint the fused step wrote on a live cache: one record (`Int8TOVAStep.step_live`) and the
     counts the next step needs as numbers. Its tensors (`_SlotCheckpoint`'s fields) are views of the record,
     made on first use: a keystroke reads only the record's pointers."""
 
@@ -137,7 +138,7 @@ class _RecordCheckpoint(_SlotCheckpoint):
         return self.kernel.record_embedding(self.record)
 
     def own_bytes(self) -> int:
-        return self.record.untyped_storage().nbytes()  # without making the views
+        return ctypes.sizeof(self.record)  # without making the views
 
 
 class _LiveStep(NamedTuple):
@@ -361,6 +362,7 @@ class BatchStreamingEncoder:
             except UnicodeEncodeError as err:
                 raise ValueError(f"type() got text that is not valid UTF-8 for stream {stream_id} (a lone surrogate "
                                  f"at character {err.start}: {text[err.start:err.end]!r}).") from None
+        self._prewake()
         marks = {i: self._mark(self.streams[i]) for i in edits}
         try:
             return self._type(edits)
@@ -422,6 +424,7 @@ class BatchStreamingEncoder:
                 raise ValueError(f"Cannot delete a negative number of characters ({n}).")
             if n > len(s.text):
                 raise ValueError(f"Cannot delete {n} characters from stream {stream_id}: it holds {len(s.text)}.")
+        self._prewake()
         rebuild = {}
         for stream_id, n in edits.items():
             s = self._get(stream_id)
@@ -472,6 +475,12 @@ class BatchStreamingEncoder:
                 return True
             node = node.parent
         return node is not self._empty  # the empty state is shared by every stream; any other whole one is not
+
+    def _prewake(self) -> None:
+        # The fused step's helper thread takes ~10 us to wake: waking it now overlaps that with the Python below.
+        kernel = getattr(self.model, "step_kernel", None)
+        if kernel is not None and hasattr(kernel, "prewake"):
+            kernel.prewake()
 
     def _word_tokens(self, word: str) -> List[int]:
         if self.backend is not None:

@@ -90,6 +90,10 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_tova_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64] + [ctypes.c_void_p] * 9
     lib.tf2rnn_set_threads.restype = None
     lib.tf2rnn_set_threads.argtypes = [ctypes.c_int]
+    lib.tf2rnn_pool_prewake.restype = None
+    lib.tf2rnn_pool_prewake.argtypes = []
+    lib.tf2rnn_helper_waited_ns.restype = ctypes.c_longlong
+    lib.tf2rnn_helper_waited_ns.argtypes = []
     lib.tf2rnn_tova_open_step.restype = None
     lib.tf2rnn_tova_open_step.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32] + [
         ctypes.c_void_p] * 9
@@ -147,6 +151,12 @@ class _FusedStep:
         self.hidden_size, self.output_size = config.hidden_size, config.output_size
         self.vocab_size = model.embeddings.weight.shape[0]
         self.residual = bool(config.residual_token_mean)
+
+    def prewake(self) -> None:
+        """Wake the helper thread as a keystroke starts, so that its wake-up overlaps the keystroke's Python part
+        (`tf2rnn_pool_prewake`); a no-op on one thread."""
+        _follow_torch_threads(self.lib)
+        self.lib.tf2rnn_pool_prewake()
 
     def _token(self, input_ids) -> int:
         token_id = int(input_ids)
@@ -269,6 +279,7 @@ class Int8TOVAStep(_FusedStep):
         self._record_emb = sum(self._record_small)  # then the token sum (residual students), then the rows
         self._record_tsum = self._record_emb + self.output_size
         self._record_head = self._record_tsum + (self.output_size if self.residual else 0)
+        self._record_types = {}
 
     def __call__(self, input_ids, state: TF2RNNState):
         """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
@@ -296,7 +307,16 @@ class Int8TOVAStep(_FusedStep):
     # tensors, views and a state object per step cost more than a one-layer student's arithmetic (the
     # keystroke-overhead probe). The record is fp32: each of `small`'s entries, the embedding [O], the token sum
     # [O] (residual students), then, where the step commits rows, the rows [L, m, 2, H], their slots [L, m]
-    # (int32 bits) and, where they overwrite rows in use, the rows replaced [L, m, 2, H].
+    # (int32 bits) and, where they overwrite rows in use, the rows replaced [L, m, 2, H]. It is a ctypes array, not
+    # a tensor: a typist's keystroke follows an idle gap in which the caches went cold, and there each torch call
+    # (dispatch, allocator) cost ~60-120 us against ~30 for a ctypes array (experiments.md, session 39); `record_views`
+    # makes tensors of it only where a state is rebuilt.
+
+    def _new_record(self, size: int) -> ctypes.Array:
+        kind = self._record_types.get(size)
+        if kind is None:  # a handful of sizes (rows written or not, overwriting or not): one array type each
+            kind = self._record_types[size] = ctypes.c_float * size
+        return kind()
 
     def _record_sizes(self, width: int, overwrites: bool):
         """(where the rows start, their size, the record's size), in floats."""
@@ -304,9 +324,9 @@ class Int8TOVAStep(_FusedStep):
         return self._record_head, block, \
             self._record_head + block + self.layers * width + (block if width and overwrites else 0)
 
-    def record_pointers(self, record: torch.Tensor):
+    def record_pointers(self, record: ctypes.Array):
         """(pointers of `small`'s entries, of the token sum) in a record: what a step from it reads."""
-        base = record.data_ptr()
+        base = ctypes.addressof(record)
         return [base + 4 * o for o in self._record_offsets], base + 4 * self._record_tsum
 
     def cache_pointers(self, kv: torch.Tensor) -> Tuple[ctypes.Array, ctypes.Array]:
@@ -321,7 +341,7 @@ class Int8TOVAStep(_FusedStep):
         return ins, self._pointers(*ins)
 
     def step_live(self, input_ids, kv: Tuple[ctypes.Array, ctypes.Array], small: List[int], token_sum: int, seen: int,
-                  width: int, overwrites: bool) -> torch.Tensor:
+                  width: int, overwrites: bool) -> ctypes.Array:
         """One step written into a cache the caller owns: `kv` is its `cache_pointers`, `small` and `token_sum`
         point to the parent state's other entries, `seen` counts its tokens and `width` is `rows_written`; with
         `overwrites` the rows replaced are saved so that `restore` can undo the step. Returns the step's record
@@ -335,7 +355,7 @@ class Int8TOVAStep(_FusedStep):
 
     def step_live_many(self, input_ids: List[int], kvs: List[Tuple[ctypes.Array, ctypes.Array]],
                        smalls: List[List[int]], token_sums: List[int], seens: List[int],
-                       overwrites: List[bool]) -> List[torch.Tensor]:
+                       overwrites: List[bool]) -> List[ctypes.Array]:
         """`step_live` for several causal streams (one token each, each on its own cache) in one native call: the
         products run once over all their tokens (`tf2rnn_tova_step_many`), the same records bit for bit."""
         if self.open > 1:
@@ -366,8 +386,8 @@ class Int8TOVAStep(_FusedStep):
         token sum, embedding), pointers or None; `kv`'s entries for `small` are pointed at the parent's and the
         record's."""
         head, block, size = self._record_sizes(width, overwrites)
-        record = torch.empty(size)
-        base = record.data_ptr()
+        record = self._new_record(size)
+        base = ctypes.addressof(record)
         ins, outs = kv
         for i, a, o in zip(self.small, small, self._record_offsets):
             ins[i], outs[i] = a, base + 4 * o
@@ -379,11 +399,12 @@ class Int8TOVAStep(_FusedStep):
         return (record, rows, slots, replaced, base + 4 * self._record_tsum if self.residual else token_sum,
                 base + 4 * self._record_emb)
 
-    def record_views(self, record: torch.Tensor, width: int, overwrites: bool):
+    def record_views(self, record: ctypes.Array, width: int, overwrites: bool):
         """A record's parts as tensors (views): (`small`'s entries, embedding [1, O], token sum [1, O] or None
         without the residual, rows, slots, rows replaced or None). A causal step's rows are [layers, 2, H] and its
         slots [layers]; with open tokens [layers, m, 2, H] and [layers][m]."""
         head, block, _ = self._record_sizes(width, overwrites)
+        record = torch.frombuffer(record, dtype=torch.float32)  # shares the array's memory and keeps it alive
         small = [record[o:o + n].view(1, *self._shapes[i])
                  for o, n, i in zip(self._record_offsets, self._record_small, self.small)]
         at = self._record_emb
@@ -398,14 +419,16 @@ class Int8TOVAStep(_FusedStep):
             replaced = None if replaced is None else replaced[:, 0]
         return small, emb, token_sum, rows, slots.tolist(), replaced
 
-    def record_embedding(self, record: torch.Tensor) -> torch.Tensor:
+    def record_embedding(self, record: ctypes.Array) -> torch.Tensor:
         """The embedding a record holds ([O], a copy)."""
-        return record[self._record_emb:self._record_emb + self.output_size].clone()
+        out = torch.empty(self.output_size)
+        ctypes.memmove(out.data_ptr(), ctypes.addressof(record) + 4 * self._record_emb, 4 * self.output_size)
+        return out
 
-    def restore(self, kv: torch.Tensor, record: torch.Tensor, width: int) -> None:
+    def restore(self, kv: torch.Tensor, record: ctypes.Array, width: int) -> None:
         """Undo the step that wrote `record` (with `overwrites`) on the live cache `kv` ([layers, 2, 1, S, H])."""
         head, block, _ = self._record_sizes(width, True)
-        base = record.data_ptr() + 4 * (head + block)
+        base = ctypes.addressof(record) + 4 * (head + block)
         self.lib.tf2rnn_tova_restore(kv.data_ptr(), self.layers, width, kv.shape[-2], self.hidden_size, base,
                                      base + 4 * self.layers * width)
 

@@ -4,8 +4,9 @@
  *
  * A keystroke is a chain of ~30 small products (six layers' Q/K/V, attention, output and feed-forward), tens of
  * microseconds each, about what waking a sleeping thread takes: so within a keystroke the helper spins between
- * tasks, and between keystrokes (a typist's are ~100 ms apart) it sleeps on a condition variable, woken as the
- * next keystroke starts so that its wake-up overlaps the embedding's work. Nothing spins outside a keystroke.
+ * tasks, and between keystrokes (a typist's are ~100 ms apart) it sleeps on a condition variable, woken by
+ * `tf2rnn_pool_prewake` as the keystroke's Python part starts (the streaming encoder calls it), so that its
+ * wake-up overlaps that work. A prewoken helper that no keystroke claims spins at most 1 ms, then sleeps.
  * One keystroke at a time uses the helper (others, from other threads, run alone); `tf2rnn_set_threads(1)` turns
  * it off (the Python side follows torch.get_num_threads()).
  */
