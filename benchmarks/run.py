@@ -62,6 +62,7 @@ def text_of_tokens(tokenizer, n_tokens: int) -> str:
 
 
 STUDENT_BLOCK = 25  # keystrokes per block between teacher calls
+IDLE_GAP_S = 0.1  # a typist's keystrokes: ~100 ms apart at 10 characters a second
 
 
 def aligned_keystroker(model, tokenizer, n_tokens: int):
@@ -127,6 +128,41 @@ def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=
             row[f"speedup_{name}"] = best_teacher / best
             row[f"speedup_{name}_cold"] = best_teacher / min(row[f"student_{name}_cold_{t}t"]["median_ms"]
                                                              for t in (1, 2))
+        rows.append(row)
+    return rows
+
+
+def bench_idle_keystrokes(models, tokenizer, teacher, lengths, repeat, gap_s: float = IDLE_GAP_S):
+    """Per keystroke as a typist makes them: each call (the teacher's re-encoding, or one student keystroke) after
+    `gap_s` of idle sleep, in which the process's caches and predictors go cold. The warm blocks of
+    `bench_keystrokes` are a busy server's keystrokes; this is one user's, on the same machine."""
+    rows = []
+    for n in lengths:
+        prefix = text_of_tokens(tokenizer, n)
+        ids = teacher.tokenizer([prefix], return_tensors="pt")
+        row = {"prefix_tokens": n, "gap_ms": 1e3 * gap_s}
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            keys = {name: aligned_keystroker(model, tokenizer, n) for name, model in models.items()}
+            for key in keys.values():
+                timed(key, 20, warmup=False)  # the stream typed in, as a typist's would be
+            samples = {}
+            for _ in range(repeat):
+                for bf16 in (False, True):
+                    def teacher_call():
+                        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                            teacher.model(**ids)
+                    time.sleep(gap_s)
+                    samples.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
+                        timed(teacher_call, 1, warmup=False))
+                for name, key in keys.items():
+                    time.sleep(gap_s)
+                    samples.setdefault(f"student_{name}_{threads}t", []).extend(timed(key, 1, warmup=False))
+            row.update({k: summary(v) for k, v in samples.items()})
+        torch.set_num_threads(2)
+        best_teacher = min(v["median_ms"] for k, v in row.items() if k.startswith("teacher_"))
+        for name in models:
+            row[f"speedup_{name}"] = best_teacher / min(row[f"student_{name}_{t}t"]["median_ms"] for t in (1, 2))
         rows.append(row)
     return rows
 
@@ -327,6 +363,20 @@ def markdown(results) -> str:
     lines += ["", "Speed-up: the faster teacher setting (fp32 or bf16, 1 or 2 threads) over the student's faster "
               f"thread setting, warm (blocks of {STUDENT_BLOCK} keystrokes between teacher calls); in brackets, "
               "cold: the keystroke right after a teacher call."]
+    if results.get("idle_keystroke"):
+        idle = results["idle_keystroke"]
+        lines += ["", f"| prefix tokens | teacher fp32 / bf16 ms (1t / 2t), each after {idle[0]['gap_ms']:.0f} ms idle | "
+                  + " | ".join(f"student {n} ms (1t / 2t) | speed-up {n}" for n in names) + " |",
+                  "|---|---|" + "---|---|" * len(names)]
+        for r in idle:
+            cells = [" / ".join(f"{r[f'teacher_{p}_{t}t']['median_ms']:.2f}" for t in (1, 2) for p in ("fp32", "bf16"))]
+            for n in names:
+                cells.append(f"{r[f'student_{n}_1t']['median_ms']:.3f} / {r[f'student_{n}_2t']['median_ms']:.3f}")
+                cells.append(f"{r[f'speedup_{n}']:.0f}x")
+            lines.append(f"| {r['prefix_tokens']} | " + " | ".join(cells) + " |")
+        lines += ["", f"A typist's keystrokes: each call (teacher or student) after {idle[0]['gap_ms']:.0f} ms of idle "
+                  "sleep, as keystrokes come ~100 ms apart; the warm table above is a busy process's. Medians; the "
+                  "speed-up is the faster teacher setting over the student's faster thread setting."]
     lines += ["", "| concurrent streams | teacher-restart updates/s | "
               + " | ".join(f"student {n} updates/s | ratio {n}" for n in names) + " |",
               "|---|---|" + "---|---|" * len(names)]
@@ -429,7 +479,7 @@ def onnx_teacher(teacher, folder: Path):
     return sessions
 
 
-def compare(paths, output: Path, quick: bool, onnx: bool = False) -> None:
+def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: float = IDLE_GAP_S) -> None:
     """Per keystroke at batch 1 for several saved students (fp32 and int8 each; with `onnx`, their exported
     step graphs in onnxruntime too), the teacher timed in the same blocks (in onnxruntime too): the cost
     side of a quality comparison (benchmarks/quality/student.sh)."""
@@ -467,10 +517,12 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False) -> None:
                           model, tokenizer, text_of_tokens(tokenizer, 64), CAPPED_CHECKPOINTS)}
     t0 = time.perf_counter()
     rows = bench_keystrokes(models, tokenizer, teacher, (16, 64, 256), 10 if quick else 30, onnx_teachers)
+    idle = bench_idle_keystrokes({k: m for k, m in models.items() if k.endswith("_int8")}, tokenizer, teacher,
+                                 (64, 256), 10 if quick else 20, idle_gap_s) if idle_gap_s else []
     from tf2rnn_hf.data.corpus import load_texts
 
     texts = load_texts("offline", "heldout", limit=100 if quick else 300, shuffle_seed=0)["text"]
-    results = {"students": info, "keystroke": rows,
+    results = {"students": info, "keystroke": rows, "idle_keystroke": idle,
                "streamed_fidelity": streamed_fidelity(models, tokenizer, teacher, texts),
                "seconds": time.perf_counter() - t0,
                "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
@@ -481,6 +533,9 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False) -> None:
     for row in rows:
         print(row["prefix_tokens"], {k[len("speedup_"):]: round(v, 1) for k, v in row.items()
                                      if k.startswith("speedup_") and not k.endswith("_cold")})
+    for row in idle:
+        print(row["prefix_tokens"], f"after {row['gap_ms']:.0f} ms idle:",
+              {k[len("speedup_"):]: round(v, 1) for k, v in row.items() if k.startswith("speedup_")})
     for name, r in results["streamed_fidelity"]["students"].items():
         print(name, {k: round(v, 4) for k, v in r.items()})
     print(f"wrote {output}")
@@ -495,6 +550,8 @@ def main():
     parser.add_argument("--onnx", action="store_true", help="With --compare: also each student's ONNX step graph "
                         "and the teacher in onnxruntime (fp32 and int8).")
     parser.add_argument("--output", default=str(OUT))
+    parser.add_argument("--idle_gap_ms", type=float, default=1e3 * IDLE_GAP_S,
+                        help="Also time keystrokes each after this much idle sleep, as a typist's come (0: skip).")
     parser.add_argument("--keep-denormals", action="store_true",
                         help="Leave denormal floats on (a profile showed them making the GRU step 1.5x slower).")
     args = parser.parse_args()
@@ -503,7 +560,7 @@ def main():
     if args.compare:
         output = Path(args.output)
         return compare(args.compare, output if output.suffix == ".json" else output / "compare.json", args.quick,
-                       args.onnx)
+                       args.onnx, args.idle_gap_ms / 1e3)
     teacher = Teacher("built-in")
     if args.model:
         from transformers import AutoTokenizer
@@ -526,6 +583,9 @@ def main():
     models = {"fp32": model, "int8": quantize_int8(model), "int8_modules": quantize_int8(model, fused=False)}
     results["machine"]["fused_step"] = models["int8"].step_kernel is not None
     results["keystroke"] = bench_keystrokes(models, tokenizer, teacher, (16, 64, 128, 256), repeat)
+    if args.idle_gap_ms:
+        results["idle_keystroke"] = bench_idle_keystrokes(models, tokenizer, teacher, (16, 64, 256),
+                                                          10 if args.quick else 30, args.idle_gap_ms / 1e3)
     results["streams"] = bench_streams(models, tokenizer, teacher, (1, 64) if args.quick else (1, 64, 1024))
     from tf2rnn_hf.data.corpus import load_texts
 
