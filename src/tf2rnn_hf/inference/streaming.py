@@ -168,11 +168,11 @@ class _LiveCache:
     other move copies the target's caches in. Each layer's keys and values are views, so the fused step reads them
     as a state's entries."""
 
-    __slots__ = ("kv", "at", "pointers")
+    __slots__ = ("kv", "at", "pointers", "slots")
     UNDO_LIMIT = 32  # checkpoints undone before a copy is the cheaper move
 
     def __init__(self, layers: int, slots: int, hidden: int):
-        self.kv, self.at = torch.zeros(layers, 2, 1, slots, hidden), None
+        self.kv, self.at, self.slots = torch.zeros(layers, 2, 1, slots, hidden), None, slots
         self.pointers = None  # the fused step's state pointers into kv (`Int8TOVAStep.cache_pointers`)
 
     def seek(self, target: "Checkpoint") -> None:
@@ -601,7 +601,7 @@ class BatchStreamingEncoder:
             keep = entries, token_sum
             token_sum = None if kernel.residual else token_sum
         width = kernel.rows_written(held)
-        overwrites = count + width > live.kv.shape[-2]  # rows in use are replaced
+        overwrites = count + width > live.slots  # rows in use are replaced
         return _LiveStep(live, small, tsum, count, held, seen, token_sum, width, overwrites, keep)
 
     def _checkpoint(self, parent: Checkpoint, before: TF2RNNState, after: TF2RNNState) -> Checkpoint:
