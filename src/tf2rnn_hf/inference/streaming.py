@@ -38,6 +38,7 @@ import torch
 from ..models import TF2RNNModel, TF2RNNState
 from ..models.tf2rnn.cells_tf2rnn import TOVAAttentionCell
 from .encode import check_tokenizer
+from .wordpiece import ascii_wordpiece
 
 
 def is_boundary(char: str) -> bool:
@@ -272,6 +273,8 @@ class BatchStreamingEncoder:
             self.backend.no_padding()
             self.backend.no_truncation()
         self.tokenizer = tokenizer
+        # Words of ASCII letters and digits skip the tokenizer's pipeline (wordpiece.py: the same ids, cheaper cold).
+        self._plain_words = ascii_wordpiece(tokenizer, self.backend) if self.backend is not None else None
         slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
         # Single keystrokes type on a live cache: a step writes its rows (one a layer, or a block of open
         # tokens when they commit) in place.
@@ -483,6 +486,10 @@ class BatchStreamingEncoder:
             kernel.prewake()
 
     def _word_tokens(self, word: str) -> List[int]:
+        if self._plain_words is not None:
+            tokens = self._plain_words(word)
+            if tokens is not None:
+                return tokens
         if self.backend is not None:
             return self.backend.encode(word, add_special_tokens=False).ids
         return self.tokenizer(word, add_special_tokens=False)["input_ids"]
