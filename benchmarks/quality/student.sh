@@ -707,3 +707,41 @@ fi
 # After the session's kernels (d890625): one inherited layer, two, and GRU-768's shape in one run.
 [ -f "$OUT/student-speed-v28.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v28.json" \
   --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-gru768
+# Session 39: a typist's keystroke, after an idle gap (benchmarks/probes/idle_keystroke.py, two threads, 50 ms idle).
+# The record as a ctypes array and the helper's prewake (9cde74e) against 4ef69fd, three times in turn: one and two
+# inherited layers.
+if [ ! -f benchmarks/probes/results/idle-keystroke-s39-after-3.json ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" 4ef69fd
+  for k in 1 2 3; do
+    PYTHONPATH="$BEFORE/src" $PY benchmarks/probes/idle_keystroke.py outputs/shape-l1 outputs/shape-l2 \
+      --output benchmarks/probes/results/idle-keystroke-s39-before-$k.json
+    PYTHONPATH="$(git rev-parse --show-toplevel)/src" $PY benchmarks/probes/idle_keystroke.py outputs/shape-l1 \
+      outputs/shape-l2 --output benchmarks/probes/results/idle-keystroke-s39-after-$k.json  # run at 9cde74e
+  done
+  git worktree remove --force "$BEFORE"
+fi
+# Plain words through the Python WordPiece (3d154b5) against 30ae214, three times in turn: one inherited layer.
+if [ ! -f benchmarks/probes/results/idle-keystroke-s39-wordpiece-after-3.json ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" 30ae214
+  for k in 1 2 3; do
+    PYTHONPATH="$BEFORE/src" $PY benchmarks/probes/idle_keystroke.py outputs/shape-l1 \
+      --output benchmarks/probes/results/idle-keystroke-s39-wordpiece-before-$k.json
+    $PY benchmarks/probes/idle_keystroke.py outputs/shape-l1 \
+      --output benchmarks/probes/results/idle-keystroke-s39-wordpiece-after-$k.json  # run at 3d154b5
+  done
+  git worktree remove --force "$BEFORE"
+fi
+# At the session's end: warm and typist's keystrokes (each after 100 ms idle) for one and two inherited layers and
+# GRU-768's shape in one run; and the code before the session (4ef69fd) the same way, run right after it.
+[ -f "$OUT/student-speed-v29.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v29.json" \
+  --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-gru768
+if [ ! -f "$OUT/student-speed-v29-before.json" ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" 4ef69fd
+  # 4ef69fd's run.py has no typist's table: the session's run.py, the old package.
+  PYTHONPATH="$BEFORE/src" $PY benchmarks/run.py --quick --output "$OUT/student-speed-v29-before.json" \
+    --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-gru768
+  git worktree remove --force "$BEFORE"
+fi
