@@ -88,6 +88,14 @@ def keystroker(model, tokenizer, prefix: str):
     return key
 
 
+def teacher_pass(teacher, ids, bf16: bool):
+    """A call of the teacher re-encoding a prefix (`ids`), in fp32 or under bf16 autocast."""
+    def call():
+        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            teacher.model(**ids)
+    return call
+
+
 def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=None):
     """Per keystroke at batch 1: each student's streaming update vs the teacher re-encoding the prefix.
 
@@ -107,11 +115,8 @@ def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=
             samples = {}
             for _ in range(repeat):
                 for bf16 in (False, True):
-                    def teacher_call():
-                        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                            teacher.model(**ids)
                     samples.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
-                        timed(teacher_call, 1))
+                        timed(teacher_pass(teacher, ids, bf16), 1))
                 for name, sessions in (onnx_teachers or {}).items():
                     feeds = {k: v.numpy() for k, v in ids.items()}
                     samples.setdefault(f"teacher_{name}_{threads}t", []).extend(
@@ -149,12 +154,9 @@ def bench_idle_keystrokes(models, tokenizer, teacher, lengths, repeat, gap_s: fl
             samples = {}
             for _ in range(repeat):
                 for bf16 in (False, True):
-                    def teacher_call():
-                        with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-                            teacher.model(**ids)
                     time.sleep(gap_s)
                     samples.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
-                        timed(teacher_call, 1, warmup=False))
+                        timed(teacher_pass(teacher, ids, bf16), 1, warmup=False))
                 for name, key in keys.items():
                     time.sleep(gap_s)
                     samples.setdefault(f"student_{name}_{threads}t", []).extend(timed(key, 1, warmup=False))
