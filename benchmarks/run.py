@@ -367,11 +367,12 @@ def markdown(results) -> str:
               "cold: the keystroke right after a teacher call."]
     if results.get("idle_keystroke"):
         idle = results["idle_keystroke"]
-        lines += ["", f"| prefix tokens | teacher fp32 / bf16 ms (1t / 2t), each after {idle[0]['gap_ms']:.0f} ms idle | "
+        lines += ["", f"| prefix tokens | teacher fp32 / bf16 ms, 1t; 2t (each after {idle[0]['gap_ms']:.0f} ms idle) | "
                   + " | ".join(f"student {n} ms (1t / 2t) | speed-up {n}" for n in names) + " |",
                   "|---|---|" + "---|---|" * len(names)]
         for r in idle:
-            cells = [" / ".join(f"{r[f'teacher_{p}_{t}t']['median_ms']:.2f}" for t in (1, 2) for p in ("fp32", "bf16"))]
+            cells = ["; ".join(" / ".join(f"{r[f'teacher_{p}_{t}t']['median_ms']:.2f}" for p in ("fp32", "bf16"))
+                               for t in (1, 2))]
             for n in names:
                 cells.append(f"{r[f'student_{n}_1t']['median_ms']:.3f} / {r[f'student_{n}_2t']['median_ms']:.3f}")
                 cells.append(f"{r[f'speedup_{n}']:.0f}x")

@@ -36,7 +36,7 @@ static long long now_ns(void) {
 }
 
 /* Nanoseconds keystrokes have waited for the helper's part in this process: its wake-up and any imbalance
- * (benchmarks/probes/helper_wait.py). */
+ * (benchmarks/probes/idle_keystroke.py). */
 long long tf2rnn_helper_waited_ns(void) { return atomic_load(&tf2rnn_pool.waited); }
 
 /* How many threads a keystroke may use (1 or 2; more count as 2). */
