@@ -745,3 +745,14 @@ if [ ! -f "$OUT/student-speed-v29-before.json" ]; then
     --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-gru768
   git worktree remove --force "$BEFORE"
 fi
+# The same for one inherited layer in a full (not --quick) compare run: 30 warm blocks and 20 typist's keystrokes a
+# setting; the session's code, then 4ef69fd's package under the same run.py.
+[ -f "$OUT/student-speed-v30.json" ] || $PY benchmarks/run.py --output "$OUT/student-speed-v30.json" \
+  --compare outputs/shape-l1
+if [ ! -f "$OUT/student-speed-v30-before.json" ]; then
+  BEFORE=$(mktemp -d)/before
+  git worktree add -q "$BEFORE" 4ef69fd
+  PYTHONPATH="$BEFORE/src" $PY benchmarks/run.py --output "$OUT/student-speed-v30-before.json" \
+    --compare outputs/shape-l1
+  git worktree remove --force "$BEFORE"
+fi
