@@ -96,6 +96,12 @@ def teacher_pass(teacher, ids, bf16: bool):
     return call
 
 
+def best_ratio(row: dict, student: str) -> float:
+    """The fastest teacher setting in a timing row over the student's faster thread setting (medians)."""
+    teacher = min(v["median_ms"] for k, v in row.items() if k.startswith("teacher_"))
+    return teacher / min(row[f"student_{student}_{t}t"]["median_ms"] for t in (1, 2))
+
+
 def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=None):
     """Per keystroke at batch 1: each student's streaming update vs the teacher re-encoding the prefix.
 
@@ -127,12 +133,9 @@ def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=
                     samples.setdefault(f"student_{name}_{threads}t", []).extend(times[1:])
             row.update({k: summary(v) for k, v in samples.items()})
         torch.set_num_threads(2)
-        best_teacher = min(v["median_ms"] for k, v in row.items() if k.startswith("teacher_"))
         for name in models:
-            best = min(row[f"student_{name}_{t}t"]["median_ms"] for t in (1, 2))
-            row[f"speedup_{name}"] = best_teacher / best
-            row[f"speedup_{name}_cold"] = best_teacher / min(row[f"student_{name}_cold_{t}t"]["median_ms"]
-                                                             for t in (1, 2))
+            row[f"speedup_{name}"] = best_ratio(row, name)
+            row[f"speedup_{name}_cold"] = best_ratio(row, f"{name}_cold")
         rows.append(row)
     return rows
 
@@ -162,9 +165,8 @@ def bench_idle_keystrokes(models, tokenizer, teacher, lengths, repeat, gap_s: fl
                     samples.setdefault(f"student_{name}_{threads}t", []).extend(timed(key, 1, warmup=False))
             row.update({k: summary(v) for k, v in samples.items()})
         torch.set_num_threads(2)
-        best_teacher = min(v["median_ms"] for k, v in row.items() if k.startswith("teacher_"))
         for name in models:
-            row[f"speedup_{name}"] = best_teacher / min(row[f"student_{name}_{t}t"]["median_ms"] for t in (1, 2))
+            row[f"speedup_{name}"] = best_ratio(row, name)
         rows.append(row)
     return rows
 

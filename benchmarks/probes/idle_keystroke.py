@@ -12,7 +12,6 @@ figure (run.py's `--idle` measures the teacher beside it).
 """
 
 import argparse
-import ctypes
 import json
 import statistics
 import sys
@@ -57,10 +56,8 @@ def main():
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)
     lib = load_library()
-    waited = getattr(lib, "tf2rnn_helper_waited_ns", None)  # absent from the kernels before it was counted
-    if waited is not None:
-        waited.restype = ctypes.c_longlong
-    read_wait = (lambda: waited()) if waited is not None else (lambda: None)
+    # Absent from the kernels before it was counted: then no wait is reported.
+    read_wait = getattr(lib, "tf2rnn_helper_waited_ns", None) or (lambda: None)
     out = {"code": str(Path(tf2rnn_hf.__file__).parents[1]), "threads": args.threads, "gap_ms": args.gap_ms,
            "students": {}}
     for path in args.students:
