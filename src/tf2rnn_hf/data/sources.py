@@ -1,5 +1,6 @@
 """Readers for the offline text sources: Debian packages (fetched with `apt-get download`, never installed),
-their file formats (WordNet, fortunes, dictd dictionaries, SWORD Bible modules) and gensim's test data."""
+their file formats (WordNet, fortunes, dictd dictionaries, documentation as HTML, Perl's POD and man pages' roff,
+SWORD Bible modules) and gensim's test data."""
 
 import gzip
 import html
@@ -12,6 +13,7 @@ import sys
 import tempfile
 import zipfile
 import zlib
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Tuple, Union
 
@@ -108,6 +110,162 @@ def dictd_paragraphs(path: Path) -> Iterator[str]:
         para = re.sub(r"^\s*\d+\.\s*", "", para)
         para = re.sub(r"\s\d+\.\s", " ", para)
         yield " ".join(para.split())
+
+
+class _ProseParagraphs(HTMLParser):
+    """Collects the text of prose blocks: <p>, and DocBook's <div class="para">. Inline markup (links, <code>)
+    keeps its text; what is not prose (<pre>, scripts, styles) is left out. A <p> ends where HTML ends it: at its
+    end tag, or at the next block (javadoc and others leave most paragraphs unclosed)."""
+
+    SKIP = {"pre", "script", "style", "math", "svg"}
+    ENDS_P = {"address", "article", "aside", "blockquote", "div", "dl", "dt", "dd", "fieldset", "footer", "form",
+              "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "menu", "nav", "ol", "p", "pre", "section",
+              "table", "ul"}
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.paragraphs: List[str] = []
+        self._parts: List[str] = []
+        self._prose: List[str] = []  # open prose blocks, innermost last: "p" or "div"
+        self._divs: List[bool] = []  # per open <div>: whether it is a DocBook paragraph
+        self._skip = 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag in self.ENDS_P and self._prose and self._prose[-1] == "p":
+            self._end()
+        elif tag in self.ENDS_P or tag == "br":
+            self._parts.append(" ")  # a block's text does not run into its neighbour's
+        if tag in self.SKIP:
+            self._skip += 1
+        elif tag == "p":
+            self._end(keep=True)  # an inner block splits an outer one
+            self._prose.append("p")
+        elif tag == "div":
+            para = ("class", "para") in attrs or ("class", "block") in attrs
+            self._divs.append(para)
+            if para:
+                self._end(keep=True)
+                self._prose.append("div")
+
+    def handle_endtag(self, tag):
+        if tag in self.ENDS_P:
+            self._parts.append(" ")
+        if tag in self.SKIP:
+            self._skip = max(0, self._skip - 1)
+        elif tag == "p" and self._prose and self._prose[-1] == "p":
+            self._end()
+        elif tag == "div" and self._divs and self._divs.pop():
+            while self._prose and self._end() != "div":
+                pass
+
+    def handle_data(self, data):
+        if self._prose and not self._skip:
+            self._parts.append(data)
+
+    def _end(self, keep: bool = False) -> Optional[str]:
+        """Emit the text gathered so far; unless `keep`, close the innermost prose block (returned)."""
+        text = " ".join("".join(self._parts).split())
+        if text:
+            self.paragraphs.append(text)
+        self._parts = []
+        return None if keep or not self._prose else self._prose.pop()
+
+
+def html_paragraphs(path: Path) -> Iterator[str]:
+    """Prose paragraphs of an HTML page (Sphinx, DocBook and most generated documentation): the text of each <p>
+    and <div class="para">, inline markup kept as its text, code blocks left out."""
+    parser = _ProseParagraphs()
+    parser.feed(path.read_text(encoding="utf-8", errors="replace"))
+    parser.close()
+    parser._end(keep=True)
+    yield from parser.paragraphs
+
+
+_POD_CODE = re.compile(r"([A-Z])<(?:<+\s(.*?)\s>+|([^<>]*))>", re.S)
+_POD_ENTITIES = {"lt": "<", "gt": ">", "verbar": "|", "sol": "/"}
+
+
+def _pod_inline(match: "re.Match") -> str:
+    code, text = match.group(1), match.group(2) if match.group(2) is not None else match.group(3)
+    if code == "E":
+        return _POD_ENTITIES.get(text, html.unescape(f"&{text};"))
+    if code in "XZ":
+        return ""  # index entries and null markers
+    if code == "L":
+        text = text.split("|", 1)[0] if "|" in text else text.split("/")[-1].strip('"')
+    return text
+
+
+def pod_paragraphs(path: Path) -> Iterator[str]:
+    """Ordinary paragraphs of a POD file (Perl's documentation), formatting codes replaced by their text; commands
+    (`=head1`, `=item`), the NAME section (a title), verbatim (indented) blocks and `=begin` ... `=end` left out."""
+    skipping, heading = False, ""
+    for block in re.split(r"\n\s*\n", path.read_text(encoding="utf-8", errors="replace")):
+        if block.startswith("=begin") or block.startswith("=for"):
+            skipping = block.startswith("=begin")
+            continue
+        if block.startswith("=end"):
+            skipping = False
+            continue
+        if block.startswith("=head"):
+            heading = block.partition(" ")[2].strip()
+        if skipping or not block.strip() or block.startswith(("=", " ", "\t")) or heading == "NAME":
+            continue
+        text = block
+        for _ in range(3):  # nested codes, innermost first
+            text = _POD_CODE.sub(_pod_inline, text)
+        yield " ".join(text.split())
+
+
+_ROFF_FONT_MACROS = {"B", "I", "SM", "SB", "BR", "RB", "IR", "RI", "BI", "IB"}
+_ROFF_BREAKS = {"PP", "LP", "P", "SH", "SS", "TP", "IP", "HP", "TH", "RS", "RE", "nf", "fi", "EX", "EE", "TS", "TE",
+                "in", "ti", "sp", "br", "bp", "UR", "UE", "MT", "ME", "SY", "YS", "OP"}
+_ROFF_ESCAPES = [(re.compile(r"\\f(?:\[[^\]]*\]|\(..|.)"), ""), (re.compile(r"\\\(em|\\\[em\]"), "\u2014"),
+                 (re.compile(r"\\\(en|\\\[en\]"), "\u2013"), (re.compile(r"\\\((?:lq|rq)|\\\[(?:lq|rq)\]"), '"'),
+                 (re.compile(r"\\\((?:oq|cq)|\\\[(?:oq|cq)\]"), "'"), (re.compile(r"\\-"), "-"),
+                 (re.compile(r"\\[&:/,]|\\\^|\\\|"), ""),
+                 (re.compile(r"\\[ ~0]"), " "), (re.compile(r"\\e"), "\\\\"), (re.compile(r'\\".*$'), "")]
+
+
+def man_paragraphs(path: Path) -> Iterator[str]:
+    """Running text of a man page's roff source (gzip or plain): the lines between paragraph macros, font macros
+    (`.B`, `.BR`, ...) read as their words; the NAME section, tables, examples and no-fill blocks left out."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as f:
+        lines = f.read().splitlines()
+    if any(line.startswith(".so ") for line in lines[:3]):
+        return  # a link to another page
+    parts: List[str] = []
+    fill, tag, title = True, False, False
+    for line in lines:
+        if line.startswith((".", "'")):
+            name, _, args = line[1:].strip().partition(" ")
+            if name.startswith('\\"'):
+                continue  # a comment
+            if name == "SH":
+                title = args.strip().strip('"') == "NAME"  # the page's name and one-line summary: a title
+            if name in _ROFF_FONT_MACROS and fill:
+                words = re.findall(r'"([^"]*)"|(\S+)', args)
+                joiner = " " if name in ("B", "I", "SM", "SB") else ""  # the others alternate fonts, unspaced
+                line = joiner.join(a or b for a, b in words)
+            else:
+                if name in ("nf", "EX", "TS"):
+                    fill = False
+                elif name in ("fi", "EE", "TE"):
+                    fill = True
+                if name in _ROFF_BREAKS:
+                    if parts:
+                        yield " ".join(" ".join(parts).split())
+                    parts, tag = [], name == "TP"  # the line after .TP is its tag, not prose
+                continue
+        if tag:
+            tag = False
+        elif fill and line.strip() and not title:
+            for pattern, repl in _ROFF_ESCAPES:
+                line = pattern.sub(repl, line)
+            parts.append(line)
+    if parts:
+        yield " ".join(" ".join(parts).split())
 
 
 def _sword_slots(folder: Path, testament: str) -> List[str]:

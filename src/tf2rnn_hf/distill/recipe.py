@@ -106,7 +106,8 @@ class ModelArguments:
 class DataArguments:
     """The text and the teacher trajectories built from it."""
 
-    corpus: str = field(default="offline", metadata={"help": "'offline', a local file/folder or a Hub dataset id."})
+    corpus: str = field(default="offline", metadata={
+        "help": "'offline' or 'offline-xl' (built in), a local file/folder or a Hub dataset id."})
     eval_corpus: Optional[str] = field(default=None, metadata={
         "help": "Held-out text (same kinds as --corpus); default: --corpus at --eval_split."})
     text_column: str = "text"

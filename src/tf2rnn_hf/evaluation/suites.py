@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from transformers import AutoTokenizer
 
 from ..data import evaluation_sets, trajectories
-from ..data.corpus import OFFLINE, load_texts, passages
+from ..data.corpus import RECIPES, load_texts, passages
 from ..data.teacher import Teacher, teacher_name_of
 from ..inference.encode import encode_texts
 from ..models import TF2RNNModel
@@ -194,9 +194,9 @@ def evaluate_model(model_path: str, teacher_name: Optional[str] = None, suites: 
             for name, kwargs in (("static mean", {}), ("static SIF", {"weights": weights}),
                                  ("static SIF+PCA256", {"weights": weights, "pca_dims": 256}))})
     byte_student = model.config.granularity == "byte"
-    # The offline corpus's splits run source by source: a stable sample spans every source (the first
+    # The built-in corpora's splits run source by source: a stable sample spans every source (the first
     # 1,000 held-out rows, which evaluations before 0.2 read, are all WordNet glosses). Other text is read in order.
-    sample_seed = 0 if corpus == OFFLINE else None
+    sample_seed = 0 if corpus in RECIPES else None
     if "fidelity" in suites:
         held_out = load_texts(corpus, eval_split, limit=n_texts, cache_dir=cache_dir, shuffle_seed=sample_seed)
         texts = held_out["text"]
