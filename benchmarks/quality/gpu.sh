@@ -20,7 +20,8 @@
 # One device call (carry: .carry) within a 15-minute device budget, e.g.
 #   PYTHONUNBUFFERED=1 CELL=inherited-fast TEXTS=470000 BATCH=256 LRS="3e-4 6e-4" DEADLINE=540 PACK=$OUT \
 #     bash benchmarks/quality/gpu.sh 2>&1 | tee $OUT/gpu.log
-# (The offline corpus holds 472,249 training sentences; `--max_train_texts` beyond that takes them all.)
+# (The offline corpus holds 472,249 training sentences; `--max_train_texts` beyond that takes them all. The
+# offline-xl corpus, 1,096,748, travels in two calls: see gpu_carry.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 START=$(date +%s)
@@ -33,7 +34,9 @@ if [ -d .carry ]; then
     export PYTHONPATH="/tmp/tf2rnn-site${PYTHONPATH:+:$PYTHONPATH}"
   fi
   $PY -c "import tf2rnn_hf" 2>/dev/null || export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-  DATA=(--teacher .carry/teacher --corpus .carry/train.jsonl.gz --eval_corpus .carry/heldout.jsonl.gz)
+  TRAIN=.carry/train.jsonl.gz
+  [ ! -f .carry-text/train.jsonl.xz ] || TRAIN=.carry-text/train.jsonl.xz  # CORPUS=offline-xl's second call
+  DATA=(--teacher .carry/teacher --corpus "$TRAIN" --eval_corpus .carry/heldout.jsonl.gz)
 else
   DATA=()
 fi

@@ -5,15 +5,21 @@
 #   train.jsonl.gz, heldout.jsonl.gz   the offline corpus's splits (text, source), as built here from Debian
 #   wheels/           what the package needs that the device image lacks (for its Python 3.12)
 # Then, on the device: `CELL=inherited TEXTS=... MINUTES=... PACK=$OUT/student bash benchmarks/quality/gpu.sh`.
+# CORPUS=offline-xl (1.1M sentences) does not fit beside the teacher in one carry (45 MB + 22 MB + the tree): its
+# train split goes to .carry-text/train.jsonl.xz instead (~22 MB), for a second call on the warm machine, which
+# keeps the first call's .carry (a carry replaces only the paths it names); gpu.sh reads it from there:
+#   call 1, carry [".carry"]: `nvidia-smi` (starts the machine: the teacher and wheels arrive)
+#   call 2, carry [".carry-text"], within the machine's idle release (30 s): gpu.sh with TEXTS=1100000
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
+export CORPUS=${CORPUS:-offline}
 # What the image lacks (device KINDS.md), at the versions installed here.
 WHEELS=$($PY -c "import importlib.metadata as m
 print(*(f'{n}=={m.version(n)}' for n in ('datasets', 'evaluate', 'dill', 'multiprocess')))")
-rm -rf .carry && mkdir -p .carry/wheels
+rm -rf .carry .carry-text && mkdir -p .carry/wheels
 $PY - <<'PY'
-import gzip, json, shutil
+import gzip, json, lzma, os, shutil
 from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
@@ -26,12 +32,18 @@ shutil.copytree(source, carry / "teacher", ignore=shutil.ignore_patterns("model.
 weights = load_file(source / "model.safetensors")
 save_file({k: v.half() if v.is_floating_point() else v for k, v in weights.items()},
           carry / "teacher" / "model.safetensors", metadata={"format": "pt"})
+corpus = os.environ["CORPUS"]
 for split in ("train", "heldout"):
-    rows = load_texts("offline", split)
-    with gzip.open(carry / f"{split}.jsonl.gz", "wt") as f:
+    rows = load_texts(corpus, split)
+    if corpus == "offline" or split == "heldout":
+        path, opener = carry / f"{split}.jsonl.gz", gzip.open
+    else:  # xz: a third smaller than gzip here, which the second call's 64 MiB needs
+        path, opener = Path(".carry-text") / f"{split}.jsonl.xz", lzma.open
+        path.parent.mkdir(exist_ok=True)
+    with opener(path, "wt") as f:
         f.writelines(json.dumps({"text": t, "source": s}) + "\n" for t, s in zip(rows["text"], rows["source"]))
 PY
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d .carry/wheels $WHEELS
-du -sh .carry
+du -sh .carry .carry-text 2>/dev/null

@@ -756,3 +756,14 @@ if [ ! -f "$OUT/student-speed-v30-before.json" ]; then
     --compare outputs/shape-l1
   git worktree remove --force "$BEFORE"
 fi
+# Session 40: the offline-xl corpus (the default corpus plus Debian's software documentation, 1.1M sentences) at the
+# fast tier's quick recipe: 12,000 texts drawn across its sources (57% documentation) against a draw of as many from the
+# default corpus, back to back, each scored on the default held-out texts (every suite) and on offline-xl's (fidelity
+# by source, -xl-eval): does documentation prose cost the general-purpose fidelity at equal texts and minutes?
+for corpus in offline offline-xl; do
+  name=tova-l1-quick-$corpus-lr3e-4-grouped-posweight-final4-atb38806
+  train "$name" --num_hidden_layers 1 --corpus "$corpus" "${INHERITED_QUICK[@]}"
+  [ -f "$OUT/student-$name-xl-eval.json" ] || { .venv/bin/tf2rnn evaluate "outputs/student-$name" --suites fidelity \
+    --corpus offline-xl --output "outputs/student-$name/xl-eval" > "$OUT/student-$name-xl-eval.log" 2>&1 \
+    && cp "outputs/student-$name/xl-eval/results.json" "$OUT/student-$name-xl-eval.json"; }
+done

@@ -3,6 +3,7 @@ evaluation hold-outs, and a real Debian package fetched and read."""
 
 import gzip
 import json
+import lzma
 import os
 import re
 from pathlib import Path
@@ -26,6 +27,9 @@ def test_local_files_of_each_kind(tmp_path):
         f.writelines(json.dumps({"text": t, "source": s}) + "\n" for t, s in [("a b", "x"), ("c d", "y")])
     ds = corpus.load_texts(str(tmp_path / "d.jsonl.gz"), only_sources=["y"])
     assert ds["text"] == ["c d"] and ds["source"] == ["y"]
+    with lzma.open(tmp_path / "e.jsonl.xz", "wt") as f:  # how offline-xl's 1.1M sentences travel (gpu_carry.sh)
+        f.write(json.dumps({"text": "e f", "source": "z"}) + "\n")
+    assert list(corpus.load_texts(str(tmp_path / "e.jsonl.xz"))["text"]) == ["e f"]
 
 
 def test_bad_files_are_named(tmp_path):
