@@ -767,3 +767,16 @@ for corpus in offline offline-xl; do
     --corpus offline-xl --output "outputs/student-$name/xl-eval" > "$OUT/student-$name-xl-eval.log" 2>&1 \
     && cp "outputs/student-$name/xl-eval/results.json" "$OUT/student-$name-xl-eval.json"; }
 done
+# Neighbours kept on documentation, source by source (each source's first 1,000 held-out sentences of offline-xl):
+# the fast tier's shape at 150,000 texts and 20 minutes (session 37's control on this host) and the default quick row,
+# which never saw such text, and the offline-xl quick row, which trained on other sentences of the same sources.
+# transfer.sh's protocol (`on_source`), the texts from offline-xl.
+for source in linux-doc openjdk-doc python-doc manpages; do
+  held=outputs/transfer-heldout/$source.jsonl
+  [ -f "$held" ] || $PY benchmarks/quality/heldout_source.py "$source" "$held" --corpus offline-xl
+  for name in tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at3b1871b \
+      tova-l1-quick-offline-lr3e-4-grouped-posweight-final4-atb38806 \
+      tova-l1-quick-offline-xl-lr3e-4-grouped-posweight-final4-atb38806; do
+    on_source "$name" "$source"
+  done
+done
