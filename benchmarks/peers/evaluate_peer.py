@@ -6,6 +6,10 @@ source) and on keystroke prefixes. A PCA-rotated space has no cosine to the teac
 neighbours is the comparable measure.
 
     python benchmarks/peers/evaluate_peer.py FOLDER --name model2vec --output results.json
+    python benchmarks/peers/evaluate_peer.py FOLDER --texts a.jsonl b.jsonl --output on-texts.json  # your own text
+
+With `--texts`, only neighbour agreement@10 with the teacher on each file's texts (one text per line, or .jsonl with a
+'text' field), as `tf2rnn evaluate --texts` scores a student.
 """
 
 import argparse
@@ -30,6 +34,7 @@ def main() -> None:
     parser.add_argument("--output", required=True)
     parser.add_argument("--n-texts", type=int, default=1000)
     parser.add_argument("--distill-seconds", type=float, default=None)
+    parser.add_argument("--texts", nargs="+", default=None, metavar="FILE")
     args = parser.parse_args()
     from model2vec import StaticModel
 
@@ -40,6 +45,16 @@ def main() -> None:
 
     start = time.perf_counter()
     teacher = Teacher("built-in")
+    if args.texts:
+        table = {}
+        for file in args.texts:
+            texts = load_texts(file, limit=args.n_texts)["text"]
+            table[Path(file).name] = {"neighbour_agreement@10": neighbour_agreement(encode(texts), teacher.encode(texts)),
+                                      "texts": len(texts)}
+        Path(args.output).write_text(json.dumps({"peer": args.name, "folder": args.folder, "teacher": teacher.hub_id,
+                                                 "on_texts": table}, indent=1))
+        print(json.dumps(table, indent=1))
+        return
     encoders = {"teacher": teacher_encoder(teacher), args.name: encode}
     suites = {"sts-b": sts_b_table(encoders, teacher.tokenizer)}
     suites.update(run_suites(encoders, ["bible", "wordnet", "lee", "wordsim"]))

@@ -698,6 +698,44 @@ def corpus_table() -> str:
                               "source, each weighted by its texts)") if rows else ""
 
 
+# Neighbours kept on documentation, source by source (student.sh, session 40): (label, the student.sh row).
+DOC_EVAL_SOURCES = ("linux-doc", "openjdk-doc", "python-doc", "manpages")
+DOC_ROWS = (("1 layer, 150,000 texts of `offline`, 20 min (never saw documentation)",
+             "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at3b1871b"),
+            ("1 layer, 12,000 texts of `offline`, 7 min (never saw documentation)",
+             "student-tova-l1-quick-offline-lr3e-4-grouped-posweight-final4-atb38806"),
+            ("1 layer, 12,000 texts of `offline-xl`, 7 min (other sentences of these sources)",
+             "student-tova-l1-quick-offline-xl-lr3e-4-grouped-posweight-final4-atb38806"))
+
+
+def documentation_table() -> str:
+    """NA@10 on four documentation sources' held-out sentences against the default held-out texts, for one-layer
+    students, the teacher's static token vectors and the real Model2Vec (benchmarks/peers/evaluate_peer.py --texts)."""
+    rows, static = {}, None
+    for label, name in DOC_ROWS:
+        on = {source: load(f"{name}-on-{source}") for source in DOC_EVAL_SOURCES}
+        if not all(on.values()):
+            continue
+        default = load(f"{name}-eval")
+        rows[label] = {"NA@10, default held-out": default["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
+                       if default else float("nan"),
+                       **{f"NA@10, {s}": on[s]["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
+                          for s in DOC_EVAL_SOURCES}}
+        static = {s: on[s]["suites"]["fidelity"]["static mean"]["neighbour_agreement@10"] for s in DOC_EVAL_SOURCES}
+    if not rows:
+        return ""
+    rows["static mean of the teacher's token vectors"] = {f"NA@10, {s}": v for s, v in static.items()}
+    peer, peer_docs = load("peer-model2vec"), load("peer-model2vec-on-documentation")
+    if peer and peer_docs:
+        rows["Model2Vec (benchmarks/peers/model2vec.sh)"] = {
+            "NA@10, default held-out": peer["suites"]["fidelity"]["model2vec"]["neighbour_agreement@10"],
+            **{f"NA@10, {s}": peer_docs["on_texts"][f"{s}.jsonl"]["neighbour_agreement@10"] for s in DOC_EVAL_SOURCES}}
+    return format_table(rows, "Neighbours kept on documentation (student.sh, session 40): neighbour agreement@10 with "
+                              "the teacher on each source's first 1,000 held-out sentences of offline-xl "
+                              "(`heldout_source.py --corpus offline-xl`, `tf2rnn evaluate --texts`), beside the "
+                              "default held-out texts across the five default sources")
+
+
 def main():
     flags = sys.argv[1:]
     sections = (("--cells", cell_comparison), ("--peers", transfer_peer_table), ("--transfer", transfer_table))
@@ -782,7 +820,8 @@ def main():
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
-                           one_layer_table(), kernel_table(), corpus_table()) if t)
+                           one_layer_table(), kernel_table(), corpus_table(),
+                           documentation_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown
