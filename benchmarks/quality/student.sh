@@ -780,3 +780,8 @@ for source in linux-doc openjdk-doc python-doc manpages; do
     on_source "$name" "$source"
   done
 done
+# The real Model2Vec on the same sentences (its folder from benchmarks/peers/model2vec.sh; model2vec's StaticModel in
+# this environment: the `peers` extra).
+[ -f "$OUT/peer-model2vec-on-documentation.json" ] || $PY benchmarks/peers/evaluate_peer.py \
+  outputs/peers/model2vec-minilm --texts outputs/transfer-heldout/{linux-doc,openjdk-doc,python-doc,manpages}.jsonl \
+  --output "$OUT/peer-model2vec-on-documentation.json"
