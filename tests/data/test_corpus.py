@@ -151,24 +151,25 @@ def test_offline_means_no_download(tmp_path):
 
 def _fake_doc_tree(root):
     """One file of each documentation format, where DOC_SOURCES looks for it."""
-    html = root / "usr/share/doc/python3.11/html/library"
-    html.mkdir(parents=True)
-    (html / "os.html").write_text(
-        "<html><body><h1>os</h1><p>This module provides a portable way of using <code>operating system</code>"
-        " dependent functionality.<div class='block'>Not prose.</div><p>An unclosed paragraph ends at the next one."
-        "<pre>import os\nos.getcwd()</pre><div class=\"para\">Docbook paragraphs count as <em>prose</em> too.</div>"
-        "<script>var skipped = 1;</script><dl><dd><p>Definitions hold paragraphs of their own.</p></dd></dl>")
-    translated = root / "usr/share/doc/linux-doc-6.1/html/translations/it_IT"
-    translated.mkdir(parents=True)
-    (translated / "index.html").write_text("<p>Questo documento descrive il kernel in italiano.</p>")
-    pod = root / "usr/share/perl/5.36.0/pod"
-    pod.mkdir(parents=True)
-    (pod / "perlintro.pod").write_text(
-        "=head1 NAME\n\nperlintro - a brief introduction\n\n=head1 DESCRIPTION\n\nPerl is a general-purpose "
-        "programming language originally developed for text manipulation. The C<print> function writes\nto"
-        " I<standard output> by default, see L<the manual|perlfunc/print>.X<print>\n\n    print \"Hello\";\n\n"
-        "=begin html\n\n<p>Raw HTML is left out entirely.</p>\n\n=end html\n\nThe word cafE<eacute> ends in an "
-        "accented letter.\n")
+    files = {
+        "usr/share/doc/python3.11/html/library/os.html":
+            "<html><body><h1>os</h1><p>This module provides a portable way of using <code>operating system</code>"
+            " dependent functionality.<div class='nav'>Navigation links are not prose at all.</div>Loose text after "
+            "a block is no paragraph either.<p>An unclosed paragraph ends at the next one.<pre>import os\nos.getcwd()"
+            "</pre><div class=\"para\">Docbook paragraphs count as <em>prose</em> too.</div><div class='block'>Javadoc "
+            "descriptions are prose blocks too.</div><dl><dd><p>Definitions hold paragraphs<script>window.alert "
+            "now</script> of their own.</p></dd></dl>",
+        "usr/share/doc/linux-doc-6.1/html/translations/it_IT/index.html":
+            "<p>Questo documento descrive il kernel in italiano.</p>",
+        "usr/share/perl/5.36.0/pod/perlintro.pod":
+            "=head1 NAME\n\nperlintro - a brief introduction\n\n=head1 DESCRIPTION\n\nPerl is a general-purpose "
+            "programming language originally developed for text manipulation. The C<print> function writes\nto"
+            " I<standard output> by default, see L<the manual|perlfunc/print>.X<print>\n\n    print \"Hello\";\n\n"
+            "=begin html\n\n<p>Raw HTML is left out entirely.</p>\n\n=end html\n\nThe word cafE<eacute> ends in an "
+            "accented letter.\n"}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True)
+        (root / name).write_text(text)
     man = root / "usr/share/man/man7"
     man.mkdir(parents=True)
     with gzip.open(man / "signal.7.gz", "wt") as f:
@@ -193,7 +194,7 @@ def test_documentation_formats_read_as_prose(tmp_path):
     assert by_source["python-doc"] == [
         "This module provides a portable way of using operating system dependent functionality.",
         "An unclosed paragraph ends at the next one.", "Docbook paragraphs count as prose too.",
-        "Definitions hold paragraphs of their own."]
+        "Javadoc descriptions are prose blocks too.", "Definitions hold paragraphs of their own."]
     assert by_source["perl-doc"] == [  # the first sentence is excluded as an evaluation text would be
         "The print function writes to standard output by default, see the manual.",
         "The word caf\u00e9 ends in an accented letter."]  # NAME sections are titles, not prose
@@ -219,6 +220,6 @@ def test_offline_xl_holds_the_default_corpus_in_its_splits(tmp_path):
     assert len(texts) == len(set(map(corpus.normalise, texts)))
     fortunes = corpus.load_texts(corpus.OFFLINE_XL, cache_dir=tmp_path / "cache", only_sources=["fortunes"])
     assert list(fortunes["text"]) == ["Default action is to terminate the process."]  # the source read first keeps it
-    assert len(texts) - sum(map(len, base.values())) == 10  # the documentation's other sentences
+    assert len(texts) - sum(map(len, base.values())) == 11  # the documentation's other sentences
     with pytest.raises(ValueError, match="Unknown built-in corpus 'offline-xxl'"):
         corpus.build_offline_corpus(tmp_path / "cache", name="offline-xxl")
