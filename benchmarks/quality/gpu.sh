@@ -21,7 +21,7 @@
 #   PYTHONUNBUFFERED=1 CELL=inherited-fast TEXTS=470000 BATCH=256 LRS="3e-4 6e-4" DEADLINE=540 PACK=$OUT \
 #     bash benchmarks/quality/gpu.sh 2>&1 | tee $OUT/gpu.log
 # (The offline corpus holds 472,249 training sentences; `--max_train_texts` beyond that takes them all. The
-# offline-xl corpus, 1,096,748, travels in two calls: see gpu_carry.sh.)
+# offline-xl corpus, 1,095,879, travels in two calls: see gpu_carry.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 START=$(date +%s)
