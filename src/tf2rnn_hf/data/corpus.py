@@ -51,7 +51,8 @@ SOURCES = {
 }
 
 # `"offline-xl"`'s documentation, read after SOURCES (a sentence both hold stays with the first). Debian 12's
-# package names, which carry versions. Paths under `exclude` are not read (translations).
+# package names, which carry versions (elsewhere `apt-get download` names the one it cannot find). A file whose path
+# holds the fourth field is not read (the kernel's translations).
 DOC_SOURCES = {
     # source: (Debian packages, licence, files read, paths left out)
     "linux-doc": (("linux-doc-6.1",), "GPL-2.0-only", "usr/share/doc/linux-doc-*/html/**/*.html", "/translations/"),

@@ -113,7 +113,8 @@ def dictd_paragraphs(path: Path) -> Iterator[str]:
 
 
 class _ProseParagraphs(HTMLParser):
-    """Collects the text of prose blocks: <p>, and DocBook's <div class="para">. Inline markup (links, <code>)
+    """Collects the text of prose blocks: <p>, DocBook's <div class="para"> and javadoc's <div class="block">.
+    Inline markup (links, <code>)
     keeps its text; what is not prose (<pre>, scripts, styles) is left out. A <p> ends where HTML ends it: at its
     end tag, or at the next block (javadoc and others leave most paragraphs unclosed)."""
 
@@ -127,7 +128,7 @@ class _ProseParagraphs(HTMLParser):
         self.paragraphs: List[str] = []
         self._parts: List[str] = []
         self._prose: List[str] = []  # open prose blocks, innermost last: "p" or "div"
-        self._divs: List[bool] = []  # per open <div>: whether it is a DocBook paragraph
+        self._divs: List[bool] = []  # per open <div>: whether it is a prose block
         self._skip = 0
 
     def handle_starttag(self, tag, attrs):
@@ -172,8 +173,8 @@ class _ProseParagraphs(HTMLParser):
 
 
 def html_paragraphs(path: Path) -> Iterator[str]:
-    """Prose paragraphs of an HTML page (Sphinx, DocBook and most generated documentation): the text of each <p>
-    and <div class="para">, inline markup kept as its text, code blocks left out."""
+    """Prose paragraphs of an HTML page (Sphinx, DocBook, javadoc and most generated documentation): the text of
+    each <p> and prose <div>, inline markup kept as its text, code blocks left out."""
     parser = _ProseParagraphs()
     parser.feed(path.read_text(encoding="utf-8", errors="replace"))
     parser.close()
