@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Sequence, Union
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Union
 
 import datasets
 
@@ -237,35 +237,29 @@ def evaluation_texts() -> set:
     return texts
 
 
+def _unique_rows(sentences: Iterable[str], source: str, licence: str, seen: set, exclude: set
+                 ) -> Iterator[Dict[str, str]]:
+    """Rows of the sentences that clean to prose and are new: not in `seen` (extended in place) nor `exclude`."""
+    for sentence in sentences:
+        cleaned = clean_sentence(sentence)
+        key = normalise(cleaned) if cleaned else None
+        if key and key not in seen and key not in exclude:
+            seen.add(key)
+            yield {"text": cleaned, "source": source, "license": licence}
+
+
 def recipe_rows(root: Path, exclude: Optional[set] = None) -> Iterator[Dict[str, str]]:
     """Clean sentences of the extracted packages under `root`, with source and licence, deduplicated."""
-    exclude = exclude or set()
-    seen = set()
-
-    def emit(text: str, source: str) -> Iterator[Dict[str, str]]:
-        key = normalise(text)
-        if key in seen or key in exclude:
-            return
-        seen.add(key)
-        yield {"text": text, "source": source, "license": SOURCES[source][0]}
-
-    for synset, _kind, text in wordnet_glosses(root):
-        if wordnet_eval_synset(synset):
-            continue
-        cleaned = clean_sentence(text[0].upper() + text[1:]) if text else None
-        if cleaned:
-            yield from emit(cleaned, "wordnet-base")
-    for entry in fortunes_entries(root):
-        for sentence in split_sentences(entry):
-            cleaned = clean_sentence(sentence)
-            if cleaned:
-                yield from emit(cleaned, "fortunes")
+    exclude, seen = exclude or set(), set()
+    glosses = (text[0].upper() + text[1:] for synset, _kind, text in wordnet_glosses(root)
+               if text and not wordnet_eval_synset(synset))
+    yield from _unique_rows(glosses, "wordnet-base", SOURCES["wordnet-base"][0], seen, exclude)
+    fortunes = (sentence for entry in fortunes_entries(root) for sentence in split_sentences(entry))
+    yield from _unique_rows(fortunes, "fortunes", SOURCES["fortunes"][0], seen, exclude)
     for package, name in (("dict-gcide", "gcide"), ("dict-foldoc", "foldoc"), ("dict-jargon", "jargon")):
-        for para in dictd_paragraphs(root / "usr/share/dictd" / f"{name}.dict.dz"):
-            for sentence in split_sentences(para):
-                cleaned = clean_sentence(sentence)
-                if cleaned:
-                    yield from emit(cleaned, package)
+        paragraphs = dictd_paragraphs(root / "usr/share/dictd" / f"{name}.dict.dz")
+        yield from _unique_rows((sentence for para in paragraphs for sentence in split_sentences(para)), package,
+                                SOURCES[package][0], seen, exclude)
 
 
 def doc_rows(root: Path, exclude: Optional[set] = None, seen: Optional[set] = None) -> Iterator[Dict[str, str]]:
@@ -273,16 +267,11 @@ def doc_rows(root: Path, exclude: Optional[set] = None, seen: Optional[set] = No
     (normalised texts, extended in place) and each other."""
     exclude, seen = exclude or set(), set() if seen is None else seen
     for source, (_packages, licence, pattern, left_out) in DOC_SOURCES.items():
-        for path in sorted(root.glob(pattern)):
-            if not path.is_file() or (left_out and left_out in str(path)):
-                continue
-            for para in _DOC_READERS[path.suffix](path):
-                for sentence in split_sentences(para):
-                    cleaned = clean_sentence(sentence)
-                    key = normalise(cleaned) if cleaned else None
-                    if key and key not in seen and key not in exclude:
-                        seen.add(key)
-                        yield {"text": cleaned, "source": source, "license": licence}
+        paths = [path for path in sorted(root.glob(pattern))
+                 if path.is_file() and not (left_out and left_out in str(path))]
+        sentences = (sentence for path in paths for para in _DOC_READERS[path.suffix](path)
+                     for sentence in split_sentences(para))
+        yield from _unique_rows(sentences, source, licence, seen, exclude)
 
 
 def _split_rows(ds: datasets.Dataset) -> datasets.DatasetDict:
