@@ -698,6 +698,50 @@ def corpus_table() -> str:
                               "source, each weighted by its texts)") if rows else ""
 
 
+# Depth at about one layer's weights (student.sh, session 41): (label, the shape the speed runs timed, the trained row).
+_THIN = "student-tova-{}-{}-lr3e-4-grouped-posweight-final4-at{}"
+THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's control)", "l1",
+               _THIN.format("l1", "sampled150k-stride3", "3b1871b")),
+              ("2 layers, 512 neurons each, 150,000 texts, 20 min", "l2-ffn512",
+               _THIN.format("l2-ffn512-refit", "sampled150k-stride3", "066361d")),
+              ("2 layers, all 1,536 neurons each, 150,000 texts, 20 min", "l2",
+               _THIN.format("l2", "sampled150k-stride3", "066361d")),
+              ("3 layers, 128 neurons each, 150,000 texts, 20 min", "l3-ffn128",
+               _THIN.format("l3-ffn128-refit", "sampled150k-stride3", "066361d")),
+              ("1 layer, all 1,536 neurons, 12,000 texts, 7 min (session 37's control)", "l1",
+               _THIN.format("l1", "quick", "79f1ab7")),
+              ("2 layers, 512 neurons each, 12,000 texts, 7 min", "l2-ffn512", _THIN.format("l2-ffn512", "quick", "066361d")),
+              ("3 layers, 128 neurons each, 12,000 texts, 7 min", "l3-ffn128", _THIN.format("l3-ffn128", "quick", "066361d")))
+THIN_SPEED = ("student-speed-v31", "student-speed-v32")
+
+
+def thin_depth_table() -> str:
+    """Inherited layers that keep fewer feed-forward neurons, at about one layer's parameters: fidelity at two budgets,
+    and cost per keystroke against the one-layer shape in the same run."""
+    rows = {}
+    for label, shape, name in THIN_DEPTH:
+        if not load(f"{name}-eval"):
+            continue
+        row = {}
+        for run in THIN_SPEED:
+            speed = load(run)
+            if not speed or f"shape-{shape}" not in speed["students"]:
+                continue
+            row["parameters without the token table (M)"] = \
+                speed["students"][f"shape-{shape}"]["parameters_without_token_table"] / 1e6
+            for keystroke in speed["keystroke"]:
+                if keystroke["prefix_tokens"] in (64, 256):
+                    row[f"x cheaper @{keystroke['prefix_tokens']} ({run[len('student-speed-'):]})"] = \
+                        keystroke[f"speedup_shape-{shape}_int8"]
+        rows[label] = {**row, **_scored(load(f"{name}-eval"), load(name))}
+    return format_table(rows, "Depth at about one layer's weights (student.sh, session 41): inherited layers keeping "
+                              "their most important feed-forward neurons (`--intermediate_size`, refitted), the "
+                              "teacher's last layer alone or layers evenly spaced up to it; the depth rows' recipe and "
+                              "`make distill`'s, each on the AVX512-VNNI + AMX host of its control; per keystroke, "
+                              "int8, batch 1, against the teacher, the shapes of one speed run timed together (a "
+                              "blank: not timed in that run)") if rows else ""
+
+
 # Neighbours kept on documentation, source by source (student.sh, session 40): (label, the student.sh row).
 DOC_EVAL_SOURCES = ("linux-doc", "openjdk-doc", "python-doc", "manpages")
 DOC_ROWS = (("1 layer, 150,000 texts of `offline`, 20 min (never saw documentation)",
@@ -820,7 +864,7 @@ def main():
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
-                           one_layer_table(), kernel_table(), corpus_table(),
+                           one_layer_table(), kernel_table(), thin_depth_table(), corpus_table(),
                            documentation_table()) if t)
     release = load("release")
     if release:
