@@ -712,7 +712,7 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
                _THIN.format("l1", "quick", "79f1ab7")),
               ("2 layers, 512 neurons each, 12,000 texts, 7 min", "l2-ffn512", _THIN.format("l2-ffn512", "quick", "066361d")),
               ("3 layers, 128 neurons each, 12,000 texts, 7 min", "l3-ffn128", _THIN.format("l3-ffn128", "quick", "066361d")))
-THIN_SPEED = ("student-speed-v31", "student-speed-v32")
+THIN_SPEED = ("student-speed-v32", "student-speed-v33")
 
 
 def thin_depth_table() -> str:
