@@ -704,6 +704,8 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
                _THIN.format("l1", "sampled150k-stride3", "3b1871b")),
               ("2 layers, 512 neurons each, 150,000 texts, 20 min", "l2-ffn512",
                _THIN.format("l2-ffn512-refit", "sampled150k-stride3", "066361d")),
+              ("the same, the teacher's first and last layers (`--teacher_layers 0,5`)", "l2-ffn512",
+               _THIN.format("l2-ffn512-refit-layers0-5", "sampled150k-stride3", "066361d")),
               ("2 layers, all 1,536 neurons each, 150,000 texts, 20 min", "l2",
                _THIN.format("l2", "sampled150k-stride3", "066361d")),
               ("3 layers, 128 neurons each, 150,000 texts, 20 min", "l3-ffn128",

@@ -815,3 +815,10 @@ train tova-l3-ffn128-quick-lr3e-4-grouped-posweight-final4-at066361d --num_hidde
 train tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d --num_hidden_layers 2 "${DEPTH[@]}"
 train tova-l3-ffn128-refit-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d --num_hidden_layers 3 \
   --intermediate_size 128 "${DEPTH[@]}"
+# The four shapes' cost per keystroke in one run (shape-l2: two whole layers, session 37's folder).
+[ -f "$OUT/student-speed-v33.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v33.json" \
+  --compare outputs/shape-l1 outputs/shape-l2-ffn512 outputs/shape-l3-ffn128 outputs/shape-l2
+# Which two layers: the teacher's first and last (the first reads the embeddings it was trained on) instead of the
+# evenly spaced 3rd and 6th, at 512 neurons each and the depth rows' recipe.
+train tova-l2-ffn512-refit-layers0-5-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d \
+  --num_hidden_layers 2 --teacher_layers 0,5 --intermediate_size 512 "${DEPTH[@]}"
