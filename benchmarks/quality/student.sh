@@ -787,20 +787,21 @@ done
   --output "$OUT/peer-model2vec-on-documentation.json"
 # Session 41: depth at one layer's cost (issue 19, item 1, for the inherited student). The fast tier reads ~2.12M
 # parameters besides its token table; two inherited layers (the teacher's 3rd and 6th) that keep 512 of each
-# feed-forward's 1,536 neurons (the most important, their down projection refitted: --intermediate_size) 2.32M. The depth
-# rows' recipe (150,000 texts at --stride 3, 20 minutes), against session 37's one-layer control on this host
+# feed-forward's 1,536 neurons (the most important, their down projection refitted: --intermediate_size) 2.32M. The
+# depth rows' recipe (150,000 texts at --stride 3, 20 minutes), against session 37's one-layer control on this host
 # (tova-l1-sampled150k-...-at3b1871b: 0.901 / 0.552, 340.8 samples/s).
 train tova-l2-ffn512-refit-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d --num_hidden_layers 2 \
   --intermediate_size 512 "${DEPTH[@]}"
 # Its cost per keystroke beside the fast tier's shape, in one run (speed does not depend on the weights' values, so the
 # trained folder stands for its shape).
 [ -d outputs/shape-l2-ffn512 ] || cp -r \
-  outputs/student-tova-l2-ffn512-refit-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d outputs/shape-l2-ffn512
+  outputs/student-tova-l2-ffn512-refit-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d \
+  outputs/shape-l2-ffn512
 [ -f "$OUT/student-speed-v31.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v31.json" \
   --compare outputs/shape-l1 outputs/shape-l2-ffn512
-# Depth at about one layer's weights at `make distill`'s budget (12,000 texts drawn across sources, 7 minutes; its one-layer row on
-# this host: tova-l1-quick-...-at79f1ab7, 0.855 / 0.471, STS-B 76.51): two layers keeping 512 neurons each, and three
-# (the teacher's 2nd, 4th and 6th) keeping 128 (2.42M parameters: attention is 1.77M of them).
+# Depth at about one layer's weights at `make distill`'s budget (12,000 texts drawn across sources, 7 minutes; its
+# one-layer row on this host: tova-l1-quick-...-at79f1ab7, 0.855 / 0.471, STS-B 76.51): two layers keeping 512 neurons
+# each, and three (the teacher's 2nd, 4th and 6th) keeping 128 (2.42M parameters: attention is 1.77M of them).
 train tova-l2-ffn512-quick-lr3e-4-grouped-posweight-final4-at066361d --num_hidden_layers 2 --intermediate_size 512 \
   "${INHERITED_QUICK[@]}"
 train tova-l3-ffn128-quick-lr3e-4-grouped-posweight-final4-at066361d --num_hidden_layers 3 --intermediate_size 128 \
@@ -815,7 +816,7 @@ train tova-l3-ffn128-quick-lr3e-4-grouped-posweight-final4-at066361d --num_hidde
 train tova-l2-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d --num_hidden_layers 2 "${DEPTH[@]}"
 train tova-l3-ffn128-refit-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d --num_hidden_layers 3 \
   --intermediate_size 128 "${DEPTH[@]}"
-# The four shapes' cost per keystroke in one run (shape-l2: two whole layers, session 37's folder).
+# The four shapes' cost per keystroke in one run (shape-l2: two whole layers, the depth rows' fresh shape).
 [ -f "$OUT/student-speed-v33.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v33.json" \
   --compare outputs/shape-l1 outputs/shape-l2-ffn512 outputs/shape-l3-ffn128 outputs/shape-l2
 # Which two layers: the teacher's first and last (the first reads the embeddings it was trained on) instead of the
