@@ -533,17 +533,18 @@ def _scored(r, trained) -> dict:
     return row
 
 
+def _int8_ratios(run: dict) -> dict:
+    """A speed run's int8 keystroke ratios by (shape, prefix tokens), the shape without its `shape-` folder prefix."""
+    return {(key[len("speedup_shape-"):-len("_int8")], row["prefix_tokens"]): value for row in run["keystroke"]
+            for key, value in row.items() if key.startswith("speedup_shape-") and key.endswith("_int8")}
+
+
 def depth_cost_table() -> str:
     """Fidelity against per-keystroke cost by depth and open tokens: issue 19's speed target as a curve."""
     speed, before = load("student-speed-v22"), load("student-speed-v21")
     if not speed or not before:
         return ""
-
-    def ratios(run):
-        return {(key[len("speedup_shape-"):-len("_int8")], row["prefix_tokens"]): value for row in run["keystroke"]
-                for key, value in row.items() if key.startswith("speedup_shape-") and key.endswith("_int8")}
-
-    ratio, ratio_before = ratios(speed), ratios(before)
+    ratio, ratio_before = _int8_ratios(speed), _int8_ratios(before)
     rows = {}
     for label, shape, eval_file, train_file in DEPTH_COST:
         info = speed["students"].get(f"shape-{shape}", {})
@@ -620,8 +621,7 @@ def one_layer_table() -> str:
     speed = load("student-speed-v26")
     if not speed:
         return ""
-    ratio = {(key[len("speedup_shape-"):-len("_int8")], row["prefix_tokens"]): value for row in speed["keystroke"]
-             for key, value in row.items() if key.startswith("speedup_shape-") and key.endswith("_int8")}
+    ratio = _int8_ratios(speed)
     rows = {}
     for label, shape, name in ONE_LAYER:
         if name and not load(f"{name}-eval"):
@@ -720,21 +720,19 @@ THIN_SPEED = ("student-speed-v32", "student-speed-v33")
 def thin_depth_table() -> str:
     """Inherited layers that keep fewer feed-forward neurons, at about one layer's parameters: fidelity at two budgets,
     and cost per keystroke against the one-layer shape in the same run."""
+    runs = {run[len("student-speed-"):]: speed for run in THIN_SPEED if (speed := load(run))}
+    ratios = {run: _int8_ratios(speed) for run, speed in runs.items()}
     rows = {}
     for label, shape, name in THIN_DEPTH:
         if not load(f"{name}-eval"):
             continue
         row = {}
-        for run in THIN_SPEED:
-            speed = load(run)
-            if not speed or f"shape-{shape}" not in speed["students"]:
+        for run, speed in runs.items():
+            if f"shape-{shape}" not in speed["students"]:
                 continue
             row["parameters without the token table (M)"] = \
                 speed["students"][f"shape-{shape}"]["parameters_without_token_table"] / 1e6
-            for keystroke in speed["keystroke"]:
-                if keystroke["prefix_tokens"] in (64, 256):
-                    row[f"x cheaper @{keystroke['prefix_tokens']} ({run[len('student-speed-'):]})"] = \
-                        keystroke[f"speedup_shape-{shape}_int8"]
+            row.update({f"x cheaper @{n} ({run})": ratios[run][(shape, n)] for n in (64, 256)})
         rows[label] = {**row, **_scored(load(f"{name}-eval"), load(name))}
     return format_table(rows, "Depth at about one layer's weights (student.sh, session 41): inherited layers keeping "
                               "their most important feed-forward neurons (`--intermediate_size`, refitted), the "

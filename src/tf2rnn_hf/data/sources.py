@@ -114,9 +114,8 @@ def dictd_paragraphs(path: Path) -> Iterator[str]:
 
 class _ProseParagraphs(HTMLParser):
     """Collects the text of prose blocks: <p>, DocBook's <div class="para"> and javadoc's <div class="block">.
-    Inline markup (links, <code>)
-    keeps its text; what is not prose (<pre>, scripts, styles) is left out. A <p> ends where HTML ends it: at its
-    end tag, or at the next block (javadoc and others leave most paragraphs unclosed)."""
+    Inline markup (links, <code>) keeps its text; what is not prose (<pre>, scripts, styles) is left out. A <p> ends
+    where HTML ends it: at its end tag, or at the next block (javadoc and others leave most paragraphs unclosed)."""
 
     SKIP = {"pre", "script", "style", "math", "svg"}
     ENDS_P = {"address", "article", "aside", "blockquote", "div", "dl", "dt", "dd", "fieldset", "footer", "form",
