@@ -1,6 +1,8 @@
 """Where a CPU training step of a student goes: the free-running loss, backward and AdamW on three length-grouped
 batches of 64 from one cached trajectory shard (at its 30th, 60th and 90th length percentiles), timed, then once
-under torch.profiler. A probe that prints; experiments.md quotes it.
+under torch.profiler; `--bf16` runs the loss under bf16 autocast (the Trainer's `--bf16`), and the fetch and
+collation of the same batches is timed as Python rows and as numpy rows (what the DistillationTrainer reads). A probe
+that prints; experiments.md quotes it.
 
     python benchmarks/probes/train_step.py outputs/STUDENT ~/.cache/tf2rnn_hf/trajectories/token-.../shards/SHARD
 """
@@ -23,6 +25,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds over the three batches")
     parser.add_argument("--open_middle_fraction", type=float, default=1.0,
                         help="share of the targets inside open-token blocks kept (RolloutLoss)")
+    parser.add_argument("--bf16", action="store_true", help="the loss under bf16 autocast")
     parser.add_argument("--profile", action="store_true", help="then one round under torch.profiler")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -30,14 +33,22 @@ def main() -> None:
     lengths = [len(ids) for ids in shard["input_ids"]]
     order = sorted(range(len(shard)), key=lengths.__getitem__)
     collate = TrajectoryCollator()
-    batches = [collate([shard[i] for i in order[int(q * (len(order) - 64)):][:64]]) for q in (0.3, 0.6, 0.9)]
+    picks = [order[int(q * (len(order) - 64)):][:64] for q in (0.3, 0.6, 0.9)]
+    batches = [collate(shard.__getitems__(pick)) for pick in picks]
+    for name, rows in (("Python rows", shard), ("numpy rows", shard.with_format("numpy"))):
+        start = time.perf_counter()
+        for _ in range(args.rounds):
+            for pick in picks:
+                collate(rows.__getitems__(pick))  # what the DataLoader calls for a batch
+        print(f"fetch and collate, {name}: {(time.perf_counter() - start) / args.rounds:.3f} s for the three")
     model = TF2RNNModel.from_pretrained(args.student).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)  # tiny: the weights stay near the saved ones
     loss_fn = RolloutLoss(final_weight=4.0, open_tokens=model.config.open_tokens,
                           open_middle_fraction=args.open_middle_fraction)
 
     def step(batch) -> None:
-        loss, _ = loss_fn(model, batch)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+            loss, _ = loss_fn(model, batch)
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
@@ -53,7 +64,7 @@ def main() -> None:
     medians = [sorted(t)[len(t) // 2] for t in times]
     for batch, median in zip(batches, medians):
         print(f"batch {tuple(batch['input_ids'].shape)}: median {median:.3f} s")
-    print(f"three batches: {sum(medians):.3f} s (open_tokens {model.config.open_tokens}, middle targets kept "
+    print(f"three batches: {sum(medians):.3f} s (bf16 {args.bf16}, open_tokens {model.config.open_tokens}, middle targets kept "
           f"{args.open_middle_fraction}, {torch.get_num_threads()} threads)")
     if args.profile:
         from torch.profiler import ProfilerActivity, profile

@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 from conftest import tiny_model
@@ -233,6 +234,39 @@ def test_group_by_length_batches_like_lengths_without_decoding_rows(teacher, dat
         assert sum(len(b["input_ids"]) for b in batches) == len(rows)
         padded[strategy] = sum(int((1 - b["attention_mask"]).sum()) for b in batches)
     assert padded["group_by_length"] < padded["random"] / 2
+
+
+def test_the_trainer_reads_rows_as_arrays_into_the_same_batches(teacher, data, tmp_path):
+    """The DataLoader fetches rows with `__getitems__`: as numpy arrays (not lists of Python floats, which cost
+    twice the time), collated into exactly the batches the plain rows make."""
+    model, tok = _student(teacher)
+    args = DistillationTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True,
+                                         remove_unused_columns=False, per_device_train_batch_size=4, seed=0)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
+                                  data_collator=TrajectoryCollator(tok.pad_token_id))
+    assert trainer.train_dataset.format["type"] == "numpy" and data[0].format["type"] is None
+    collate, picks = TrajectoryCollator(tok.pad_token_id), [[0, 5, 2, 9], [len(data[0]) - 1, 1]]
+    for pick in picks:
+        fetched = trainer.train_dataset.__getitems__(pick)
+        assert isinstance(fetched[0]["trajectory"], np.ndarray)
+        plain, arrays = collate([data[0][i] for i in pick]), collate(fetched)
+        assert plain.keys() == arrays.keys() and all(torch.equal(plain[k], arrays[k]) for k in plain)
+
+
+def test_bf16_on_cpu_trains(teacher, data, tmp_path):
+    """`--bf16` on a CPU: the Trainer's autocast around an inherited student's loss; the loss falls, stays finite."""
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=8)
+    args = DistillationTrainingArguments(
+        output_dir=str(tmp_path), report_to=[], use_cpu=True, bf16=True, max_steps=6, per_device_train_batch_size=8,
+        learning_rate=1e-3, remove_unused_columns=False, save_strategy="no", logging_steps=1, seed=0,
+        disable_tqdm=True)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
+                                  data_collator=TrajectoryCollator(tok.pad_token_id))
+    trainer.train()
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    assert len(losses) == 6 and all(np.isfinite(losses)) and losses[-1] < losses[0]
+    assert all(p.dtype == torch.float32 for p in model.parameters())  # fp32 weights; bf16 only inside the step
 
 
 def test_neighbour_loss_teaches_the_teachers_neighbours(data):

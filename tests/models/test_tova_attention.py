@@ -1,5 +1,7 @@
 """The teacher-inherited cell: the teacher made causal, exactly, and a TOVA-bounded cache past `num_slots`."""
 
+from unittest import mock
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -211,6 +213,31 @@ def test_the_parallel_forms_fused_attention_equals_the_weighted_one():
     assert (out_w - out_f).abs().max() < 1e-5
     for a, c in zip(grads_w, grads_f):
         assert (a - c).abs().max() < 1e-4 * max(1.0, float(a.abs().max()))
+
+
+def test_under_cpu_bf16_autocast_the_fused_attention_runs_in_fp32():
+    """bf16 training on a CPU (`--bf16`): the products run in bf16 but the fused attention in fp32, whose bf16
+    backward on CPU cost more than the products save. The output stays within bf16's rounding of fp32."""
+    model = tiny_model("tova_attention", num_hidden_layers=1)
+    layer = model.cell.layers[0]
+    torch.manual_seed(0)
+    b, s, t, h = 2, 3, 5, model.config.hidden_size
+    keys, values, x = torch.randn(b, s, h), torch.randn(b, s, h), torch.randn(b, t, h)
+    allowed = torch.ones(b, t, s + t, dtype=torch.bool)
+    seen = []
+    sdpa = F.scaled_dot_product_attention
+
+    def spy(*args, **kwargs):
+        seen.append([a.dtype for a in args[:3]])
+        return sdpa(*args, **kwargs)
+
+    reference = layer.attend(x, keys, values, allowed, need_weights=False)[0]
+    with torch.autocast("cpu", dtype=torch.bfloat16), mock.patch.object(F, "scaled_dot_product_attention", spy):
+        out = layer.attend(x, keys, values, allowed, need_weights=False)[0]
+    assert seen == [[torch.float32] * 3]
+    out.float().sum().backward()  # the mixed graph trains
+    assert all(p.grad is not None and bool(p.grad.isfinite().all()) for p in (layer.query.weight, layer.up.weight))
+    assert F.cosine_similarity(out.float(), reference, dim=-1).min() > 0.99
 
 
 @pytest.mark.parametrize("steps", [4, 13])

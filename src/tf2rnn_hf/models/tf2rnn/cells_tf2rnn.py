@@ -541,8 +541,15 @@ class _PostNormLayer(nn.Module):
             mixed = torch.einsum("bhts,bshd->bthd", weights, all_v).reshape(b, t, -1)
         else:  # the parallel forms read none: PyTorch's fused attention keeps no [B, heads, T, S] weights around
             weights = None
-            mixed = F.scaled_dot_product_attention(q.transpose(1, 2), all_k.transpose(1, 2), all_v.transpose(1, 2),
-                                                   attn_mask=allowed[:, None], scale=self.scale)
+            q, all_k, all_v = (y.transpose(1, 2) for y in (q, all_k, all_v))
+            if q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+                # On CPU its bf16 backward ran ~10x slower than fp32 (benchmarks/probes/train_step.py --bf16),
+                # undoing what bf16 saves in the products around it: attend in fp32.
+                with torch.autocast("cpu", enabled=False):
+                    mixed = F.scaled_dot_product_attention(q.float(), all_k.float(), all_v.float(),
+                                                           attn_mask=allowed[:, None], scale=self.scale)
+            else:
+                mixed = F.scaled_dot_product_attention(q, all_k, all_v, attn_mask=allowed[:, None], scale=self.scale)
             mixed = mixed.transpose(1, 2).reshape(b, t, -1)
         if places is not None:
             mixed = mixed.reshape(b * t, -1).index_select(0, places)
