@@ -742,6 +742,30 @@ def thin_depth_table() -> str:
                               "blank: not timed in that run)") if rows else ""
 
 
+# A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
+THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer (Python rows, fp32)",
+               "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at87144e7"),
+              ("numpy rows", "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at4f9c45b"),
+              ("numpy rows, `--bf16`", "student-tova-l1-quick-bf16-lr3e-4-grouped-posweight-final4-at4f9c45b"),
+              ("150,000 texts, 20 min: session 37's control (Python rows, fp32)",
+               "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at3b1871b"),
+              ("numpy rows, `--bf16`", "student-tova-l1-bf16-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b"),
+              ("numpy rows, `--bf16`, 45 min (the release's recipe)",
+               "student-tova-l1-bf16-sampled150k-stride3-45min-lr3e-4-grouped-posweight-final4-at4f9c45b"))
+
+
+def throughput_table() -> str:
+    """The fast tier trained with the trainer's numpy rows and bf16 autocast against the code before, at two budgets."""
+    rows = {}
+    for label, name in THROUGHPUT:
+        if load(f"{name}-eval"):
+            key = label if label not in rows else f"{label} "  # the two budgets share a label
+            rows[key] = _scored(load(f"{name}-eval"), load(name))
+    return format_table(rows, "A CPU training step's throughput (student.sh, session 42): one inherited layer trained "
+                              "on numpy rows (since 4f9c45b; Python float lists before) and under `--bf16`, on the "
+                              "AVX512-VNNI + AMX host, each row alone") if rows else ""
+
+
 # Neighbours kept on documentation, source by source (student.sh, session 40): (label, the student.sh row).
 DOC_EVAL_SOURCES = ("linux-doc", "openjdk-doc", "python-doc", "manpages")
 DOC_ROWS = (("1 layer, 150,000 texts of `offline`, 20 min (never saw documentation)",
@@ -865,7 +889,7 @@ def main():
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
                            one_layer_table(), kernel_table(), thin_depth_table(), corpus_table(),
-                           documentation_table()) if t)
+                           documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown

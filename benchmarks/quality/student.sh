@@ -823,3 +823,23 @@ train tova-l3-ffn128-refit-sampled150k-stride3-lr3e-4-grouped-posweight-final4-a
 # evenly spaced 3rd and 6th, at 512 neurons each and the depth rows' recipe.
 train tova-l2-ffn512-refit-layers0-5-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at066361d \
   --num_hidden_layers 2 --teacher_layers 0,5 --intermediate_size 512 "${DEPTH[@]}"
+# Session 42: a CPU training step's throughput. The trainer read trajectory rows as Python lists (384 floats a target)
+# and made tensors of them again, a fifth of a one-layer step; since 4f9c45b it reads them as numpy arrays. On a CPU
+# that computes bf16 natively (AMX here), `--bf16` autocasts the products (the fused attention stays fp32). The fast
+# tier's quick row three ways, each alone on the AVX512-VNNI + AMX host: 87144e7's code (the control, from a worktree
+# of that commit on PYTHONPATH), numpy rows, numpy rows under --bf16.
+BEFORE=${BEFORE:-/tmp/tf2rnn-at87144e7}
+[ -d "$BEFORE" ] || git worktree add -f "$BEFORE" 87144e7
+PY="env PYTHONPATH=$BEFORE/src $PY" train tova-l1-quick-lr3e-4-grouped-posweight-final4-at87144e7 \
+  --num_hidden_layers 1 "${INHERITED_QUICK[@]}"
+train tova-l1-quick-lr3e-4-grouped-posweight-final4-at4f9c45b --num_hidden_layers 1 "${INHERITED_QUICK[@]}"
+train tova-l1-quick-bf16-lr3e-4-grouped-posweight-final4-at4f9c45b --num_hidden_layers 1 "${INHERITED_QUICK[@]}" \
+  --bf16 true
+# The same at the depth rows' recipe (150,000 texts, 20 minutes), where the student is short of passes, not of texts;
+# control: session 37's tova-l1-sampled150k-...-at3b1871b on this host (0.901 / 0.552, 340.8 samples/s).
+train tova-l1-bf16-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b --num_hidden_layers 1 "${DEPTH[@]}" \
+  --bf16 true
+# And at the release's own recipe (`--preset inherited-fast`: 45 minutes; the release trained on the AVX2 host at 211
+# samples/s, 0.905 / 0.559, STS-B 77.68).
+train tova-l1-bf16-sampled150k-stride3-45min-lr3e-4-grouped-posweight-final4-at4f9c45b --num_hidden_layers 1 \
+  "${DEPTH[@]}" --train_minutes 45 --bf16 true

@@ -371,6 +371,18 @@ def test_every_shipped_preset_parses_into_the_values_it_names(name):
         assert got == value, (key, value, got)
 
 
+@pytest.mark.parametrize("native", [True, False])
+def test_cpu_training_defaults_to_bf16_where_the_cpu_computes_it_natively(native):
+    """On a CPU with native bf16 (AMX, AVX512-BF16) the recipe trains under bf16 autocast unless told otherwise;
+    elsewhere bf16 is emulated and slower, so it stays off."""
+    with mock.patch("tf2rnn_hf.distill.recipe.fast_bf16", return_value=native), \
+            mock.patch("torch.cuda.is_available", return_value=False):
+        assert parse(["--preset", "quick"])[3].bf16 is native
+        assert parse(["--preset", "quick", "--bf16", "false"])[3].bf16 is False
+        assert parse(["--preset", "quick", "--bf16=false"])[3].bf16 is False
+        assert parse(["--preset", "quick", "--bf16", "true"])[3].bf16 is True
+
+
 DATA = ROOT / "tests" / "fixtures"
 
 
