@@ -750,6 +750,8 @@ THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer
               ("150,000 texts, 20 min: session 37's control (Python rows, fp32)",
                "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at3b1871b"),
               ("numpy rows, `--bf16`", "student-tova-l1-bf16-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b"),
+              ("numpy rows, `--bf16`, token table frozen",
+               "student-tova-l1-bf16-freeze-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b"),
               ("numpy rows, `--bf16`, 45 min (the release's recipe)",
                "student-tova-l1-bf16-sampled150k-stride3-45min-lr3e-4-grouped-posweight-final4-at4f9c45b"))
 

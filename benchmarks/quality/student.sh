@@ -843,3 +843,8 @@ train tova-l1-bf16-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b
 # samples/s, 0.905 / 0.559, STS-B 77.68).
 train tova-l1-bf16-sampled150k-stride3-45min-lr3e-4-grouped-posweight-final4-at4f9c45b --num_hidden_layers 1 \
   "${DEPTH[@]}" --train_minutes 45 --bf16 true
+# What the token table's dense update costs a bf16 step (about a third in train_step.py's profile): the 20-minute row
+# with the table frozen (`--freeze_embeddings`), as an upper bound on what a sparse update could save, and what the
+# table's training buys one layer.
+train tova-l1-bf16-freeze-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b --num_hidden_layers 1 \
+  "${DEPTH[@]}" --bf16 true --freeze_embeddings true
