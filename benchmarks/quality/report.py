@@ -749,7 +749,8 @@ THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer
               ("numpy rows, `--bf16`", "student-tova-l1-quick-bf16-lr3e-4-grouped-posweight-final4-at4f9c45b"),
               ("150,000 texts, 20 min: session 37's control (Python rows, fp32)",
                "student-tova-l1-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at3b1871b"),
-              ("numpy rows, `--bf16`", "student-tova-l1-bf16-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b"),
+              ("numpy rows, `--bf16`, 20 min",
+               "student-tova-l1-bf16-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b"),
               ("numpy rows, `--bf16`, token table frozen",
                "student-tova-l1-bf16-freeze-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b"),
               ("numpy rows, `--bf16`, 45 min (the release's recipe)",
@@ -760,9 +761,8 @@ def throughput_table() -> str:
     """The fast tier trained with the trainer's numpy rows and bf16 autocast against the code before, at two budgets."""
     rows = {}
     for label, name in THROUGHPUT:
-        if load(f"{name}-eval"):
-            key = label if label not in rows else f"{label} "  # the two budgets share a label
-            rows[key] = _scored(load(f"{name}-eval"), load(name))
+        if scored := load(f"{name}-eval"):
+            rows[label] = _scored(scored, load(name))
     return format_table(rows, "A CPU training step's throughput (student.sh, session 42): one inherited layer trained "
                               "on numpy rows (since 4f9c45b; Python float lists before) and under `--bf16`, on the "
                               "AVX512-VNNI + AMX host, each row alone") if rows else ""

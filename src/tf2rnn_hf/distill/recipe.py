@@ -174,11 +174,11 @@ def parse(argv: List[str]):
         # Without GPUs, processes started by `accelerate launch --multi_gpu` connect over gloo only
         # when training runs on the CPU explicitly.
         defaults = defaults + ["--use_cpu", "true"]
-    named = {arg.split("=")[0] for arg in argv + defaults}
-    if not torch.cuda.is_available() and "--bf16" not in named and fast_bf16("cpu"):
+    if not torch.cuda.is_available() and fast_bf16("cpu"):
         # A CPU that computes bf16 natively (AMX, AVX512-BF16) trains ~1.5x the samples a minute under autocast
-        # (docs/experiments.md, session 42); elsewhere bf16 is emulated, several times slower than fp32.
-        defaults = defaults + ["--bf16", "true"]
+        # (docs/experiments.md, session 42); elsewhere bf16 is emulated, several times slower than fp32. First, so
+        # that a preset's or the command line's --bf16 wins.
+        defaults = ["--bf16", "true"] + defaults
     if "--output_dir" not in argv + defaults:
         defaults = defaults + ["--output_dir", "outputs/tf2rnn-student"]
     return parser.parse_args_into_dataclasses(args=defaults + list(argv))
