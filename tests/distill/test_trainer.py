@@ -35,6 +35,7 @@ from tf2rnn_hf.distill.losses import (
     weighted_mean,
 )
 from tf2rnn_hf.distill.recipe import PRESETS_DIR, parse, presets
+from tf2rnn_hf.distill.sparse_adamw import RowSparseAdamW
 from tf2rnn_hf.distill.trainer import TimeBudgetProgressCallback
 
 ROOT = Path(__file__).parents[2]
@@ -190,6 +191,41 @@ def test_freeze_embeddings_keeps_the_table_and_trains_the_rest(teacher, data, tm
     assert not torch.equal(model.readout.weight, rest)
     table = model.get_input_embeddings().weight
     assert all(p is not table for group in trainer.optimizer.param_groups for p in group["params"])
+
+
+def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
+    """`--sparse_embeddings` under the CPU's bf16 autocast: a row-sparse gradient and lazy AdamW for the table
+    (rows no batch read stay the teacher's), the dense update for the layer, a finite clipped norm; the loss falls."""
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=8)
+    table = model.get_input_embeddings().weight.detach().clone()
+    args = DistillationTrainingArguments(
+        output_dir=str(tmp_path), report_to=[], use_cpu=True, bf16=True, max_steps=6, per_device_train_batch_size=8,
+        learning_rate=1e-3, remove_unused_columns=False, save_strategy="no", logging_steps=1, seed=0,
+        disable_tqdm=True, sparse_embeddings=True, max_grad_norm=0.5)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
+                                  data_collator=TrajectoryCollator(tok.pad_token_id))
+    trainer.train()
+    assert isinstance(trainer.optimizer.optimizer, RowSparseAdamW)  # inside accelerate's wrapper
+    read = torch.zeros(len(table), dtype=torch.bool)
+    read[torch.as_tensor(np.concatenate([np.asarray(ids) for ids in data[0]["input_ids"]]))] = True
+    after = model.get_input_embeddings().weight.detach()
+    assert torch.equal(after[~read], table[~read])
+    assert (after[read] != table[read]).any(dim=1).float().mean() > 0.9  # nearly every row read has moved
+    history = [h for h in trainer.state.log_history if "loss" in h]
+    assert len(history) == 6 and history[-1]["loss"] < history[0]["loss"]
+    assert all(np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0 for h in history)
+
+
+@pytest.mark.parametrize("bad, message", [({"freeze_embeddings": True}, "frozen token table"),
+                                          ({"fp16": True}, "fp16"), ({"optim": "sgd"}, "not AdamW")])
+def test_sparse_embeddings_refuse_what_they_cannot_do(teacher, data, tmp_path, bad, message):
+    model, tok = _student(teacher)
+    with pytest.raises(ValueError, match=message):
+        args = DistillationTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=1,
+                                             remove_unused_columns=False, sparse_embeddings=True, **bad)
+        DistillationTrainer(model=model, args=args, train_dataset=data[0],
+                            data_collator=TrajectoryCollator(tok.pad_token_id))
 
 
 def test_time_budget_progress_shows_minutes_not_a_billion_steps(teacher, data, tmp_path, capfd):
@@ -499,13 +535,15 @@ def _env():
     return dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
 
 
-def test_two_processes_train_identical_weights(tmp_path):
+@pytest.mark.parametrize("extra", [(), ("--sparse_embeddings", "true")], ids=["dense", "sparse_embeddings"])
+def test_two_processes_train_identical_weights(tmp_path, extra):
     # On a wall-clock budget: each process has its own clock, and they must still stop at the same step
-    # (else one waits forever for the other's gradients) with the same loss weights.
+    # (else one waits forever for the other's gradients) with the same loss weights. A row-sparse table's
+    # gradient is all-reduced as a sparse tensor by DDP.
     cmd = [*ACCELERATE, "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
            "no", "--dynamo_backend", "no", str(RANK_SCRIPT),
            *_distill_args(tmp_path / "out", tmp_path / "cache", "--save_strategy", "no", "--train_minutes", "0.1",
-                          "--transition_until", "0.5", "--anneal", "0.2")]
+                          "--transition_until", "0.5", "--anneal", "0.2", *extra)]
     run = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-4000:]
     lines = re.findall(r"RANK (\d) WORLD (\d) SHA (\w+)", run.stdout)

@@ -14,6 +14,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from ..evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
 from .losses import KeystrokeLoss, NeighbourLoss, RolloutLoss, SimilarityLoss, TransitionLoss, teacher_bank
+from .sparse_adamw import RowSparseAdamW, clip_grad_norm_
 from .training_args import DistillationTrainingArguments
 
 
@@ -54,6 +55,8 @@ class DistillationTrainer(Trainer):
                 self.add_callback(TimeBudgetProgressCallback(self))
         if args.freeze_embeddings:  # before create_optimizer, which takes only what requires grad
             self.model.get_input_embeddings().requires_grad_(False)
+        if args.sparse_embeddings:
+            self._use_row_sparse_embeddings()
         self.schedule = args.schedule
         self.transition = TransitionLoss(args.distance, args.final_weight)
         self.rollout = RolloutLoss(args.distance, args.final_weight, args.tbptt,
@@ -69,6 +72,31 @@ class DistillationTrainer(Trainer):
         if self.schedule.uses_transition and getattr(self.model, "state_lift", None) is None:
             raise ValueError("The schedule uses the transition loss or restarts: build the student with "
                              "build_student(..., state_lift=True) (gru/lstm cells).")
+
+    def _use_row_sparse_embeddings(self) -> None:
+        """The token table's gradient made sparse and its update lazy (`--sparse_embeddings`)."""
+        table = self.model.get_input_embeddings()
+        if not isinstance(table, torch.nn.Embedding):
+            raise ValueError(f"sparse_embeddings needs an nn.Embedding token table, got {type(table).__name__}.")
+        if self.optimizer is not None or self.optimizer_cls_and_kwargs is not None:
+            raise ValueError("sparse_embeddings brings its own optimizer (RowSparseAdamW); it cannot take the one "
+                             "passed to the Trainer.")
+        optimizer_cls, kwargs = self.get_optimizer_cls_and_kwargs(self.args, self.model)
+        if optimizer_cls is not torch.optim.AdamW:
+            raise ValueError(f"sparse_embeddings updates with AdamW's arithmetic; --optim {self.args.optim} "
+                             "is not AdamW (use adamw_torch or adamw_torch_fused).")
+        table.sparse = True
+        self.optimizer_cls_and_kwargs = (RowSparseAdamW, kwargs)
+
+    def _clip_grad_norm(self, model):
+        if not self.args.sparse_embeddings:
+            return super()._clip_grad_norm(model)
+        return clip_grad_norm_(model.parameters(), self.args.max_grad_norm)
+
+    def _get_grad_norm(self, model, grad_norm=None):
+        if grad_norm is None and self.args.sparse_embeddings:
+            grad_norm = clip_grad_norm_(model.parameters(), float("inf"))
+        return super()._get_grad_norm(model, grad_norm)
 
     def _get_train_sampler(self, *args, **kwargs):
         sampler = super()._get_train_sampler(*args, **kwargs)
