@@ -848,3 +848,8 @@ train tova-l1-bf16-sampled150k-stride3-45min-lr3e-4-grouped-posweight-final4-at4
 # table's training buys one layer.
 train tova-l1-bf16-freeze-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b --num_hidden_layers 1 \
   "${DEPTH[@]}" --bf16 true --freeze_embeddings true
+# Session 43: the token table's update row-sparse (`--sparse_embeddings`, 287013b: the rows a batch reads follow AdamW,
+# the rest keep weights and moments), the 20-minute row above again (dense: 0.905 / 0.561, 472.9 samples/s; frozen:
+# 0.889 / 0.537, 737), alone on the same host.
+train tova-l1-bf16-sparse-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at287013b --num_hidden_layers 1 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true
