@@ -853,3 +853,9 @@ train tova-l1-bf16-freeze-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at
 # 0.889 / 0.537, 737), alone on the same host.
 train tova-l1-bf16-sparse-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at287013b --num_hidden_layers 1 \
   "${DEPTH[@]}" --bf16 true --sparse_embeddings true
+# The same host's phase moves a row's samples/s by up to 2x between sessions: dense and sparse back to back for 4
+# minutes each (throughput only; no evaluation), right after the row above.
+distill_row tova-l1-bf16-4min-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at287013b --num_hidden_layers 1 \
+  "${DEPTH[@]}" --bf16 true --train_minutes 4
+distill_row tova-l1-bf16-sparse-4min-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at287013b \
+  --num_hidden_layers 1 "${DEPTH[@]}" --bf16 true --sparse_embeddings true --train_minutes 4
