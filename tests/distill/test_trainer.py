@@ -217,6 +217,17 @@ def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
     assert all(np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0 for h in history)
 
 
+def test_sparse_embeddings_refuse_nccl_which_has_no_sparse_all_reduce(teacher, data, tmp_path):
+    model, tok = _student(teacher)
+    args = DistillationTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=1,
+                                         remove_unused_columns=False, sparse_embeddings=True)
+    with mock.patch("torch.distributed.is_initialized", return_value=True), \
+            mock.patch("torch.distributed.get_backend", return_value="nccl"), \
+            pytest.raises(ValueError, match="gloo"):
+        DistillationTrainer(model=model, args=args, train_dataset=data[0],
+                            data_collator=TrajectoryCollator(tok.pad_token_id))
+
+
 @pytest.mark.parametrize("bad, message", [({"freeze_embeddings": True}, "frozen token table"),
                                           ({"fp16": True}, "fp16"), ({"optim": "sgd"}, "not AdamW")])
 def test_sparse_embeddings_refuse_what_they_cannot_do(teacher, data, tmp_path, bad, message):

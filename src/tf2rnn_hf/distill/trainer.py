@@ -85,6 +85,10 @@ class DistillationTrainer(Trainer):
         if optimizer_cls is not torch.optim.AdamW:
             raise ValueError(f"sparse_embeddings updates with AdamW's arithmetic; --optim {self.args.optim} "
                              "is not AdamW (use adamw_torch or adamw_torch_fused).")
+        if torch.distributed.is_available() and torch.distributed.is_initialized() and \
+                torch.distributed.get_backend() == "nccl":
+            raise ValueError("sparse_embeddings under DDP needs a backend with a sparse all-reduce (gloo); NCCL has "
+                             "none. Pass --ddp_backend gloo or --sparse_embeddings false.")
         table.sparse = True
         self.optimizer_cls_and_kwargs = (RowSparseAdamW, kwargs)
 
