@@ -754,18 +754,24 @@ THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer
               ("numpy rows, `--bf16`, token table frozen",
                "student-tova-l1-bf16-freeze-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at4f9c45b"),
               ("numpy rows, `--bf16`, 45 min (the release's recipe)",
-               "student-tova-l1-bf16-sampled150k-stride3-45min-lr3e-4-grouped-posweight-final4-at4f9c45b"))
+               "student-tova-l1-bf16-sampled150k-stride3-45min-lr3e-4-grouped-posweight-final4-at4f9c45b"),
+              ("numpy rows, `--bf16`, token table row-sparse (session 43), 20 min",
+               "student-tova-l1-bf16-sparse-sampled150k-stride3-lr3e-4-grouped-posweight-final4-at287013b"),
+              ("the same on 300,000 texts, 20 min",
+               "student-tova-l1-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at287013b"))
 
 
 def throughput_table() -> str:
-    """The fast tier trained with the trainer's numpy rows and bf16 autocast against the code before, at two budgets."""
+    """The fast tier trained with the trainer's numpy rows, bf16 autocast and a row-sparse token table against the code
+    before, at two budgets."""
     rows = {}
     for label, name in THROUGHPUT:
         if scored := load(f"{name}-eval"):
             rows[label] = _scored(scored, load(name))
-    return format_table(rows, "A CPU training step's throughput (student.sh, session 42): one inherited layer trained "
-                              "on numpy rows (since 4f9c45b; Python float lists before) and under `--bf16`, on the "
-                              "AVX512-VNNI + AMX host, each row alone") if rows else ""
+    return format_table(rows, "A CPU training step's throughput (student.sh, sessions 42-43): one inherited layer "
+                              "trained on numpy rows (since 4f9c45b; Python float lists before), under `--bf16` and "
+                              "with the token table's update row-sparse (`--sparse_embeddings`, since 287013b), on "
+                              "the AVX512-VNNI + AMX host, each row alone") if rows else ""
 
 
 # Neighbours kept on documentation, source by source (student.sh, session 40): (label, the student.sh row).
