@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_model
+from transformers import TrainerCallback
 
 from tf2rnn_hf.data import trajectories
 from tf2rnn_hf.distill import (
@@ -205,8 +206,18 @@ def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
         disable_tqdm=True, sparse_embeddings=True, max_grad_norm=0.5)
     trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
                                   data_collator=TrajectoryCollator(tok.pad_token_id))
+    grads = []
+
+    class _Grads(TrainerCallback):
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            grad = model.get_input_embeddings().weight.grad
+            grads.append((grad.is_sparse, grad.coalesce().indices().shape[1] if grad.is_sparse else len(grad)))
+
+    trainer.add_callback(_Grads())
     trainer.train()
+    assert len(grads) == 6 and all(sparse and 0 < rows < 200 for sparse, rows in grads)  # of 30,522
     assert isinstance(trainer.optimizer.optimizer, RowSparseAdamW)  # inside accelerate's wrapper
+    assert not model.get_input_embeddings().sparse  # a sparse gradient only while the trainer trains
     read = torch.zeros(len(table), dtype=torch.bool)
     read[torch.as_tensor(np.concatenate([np.asarray(ids) for ids in data[0]["input_ids"]]))] = True
     after = model.get_input_embeddings().weight.detach()

@@ -74,7 +74,7 @@ class DistillationTrainer(Trainer):
                              "build_student(..., state_lift=True) (gru/lstm cells).")
 
     def _use_row_sparse_embeddings(self) -> None:
-        """The token table's gradient made sparse and its update lazy (`--sparse_embeddings`)."""
+        """The token table's update made lazy (`--sparse_embeddings`); `train` makes its gradient sparse."""
         table = self.model.get_input_embeddings()
         if not isinstance(table, torch.nn.Embedding):
             raise ValueError(f"sparse_embeddings needs an nn.Embedding token table, got {type(table).__name__}.")
@@ -90,7 +90,6 @@ class DistillationTrainer(Trainer):
             raise ValueError("sparse_embeddings trains in one process (each process's own cores); DDP's all-reduce of "
                              "a sparse gradient is not supported here. Pass --sparse_embeddings false to train "
                              f"on {self.args.world_size} processes.")
-        table.sparse = True
         self.optimizer_cls_and_kwargs = (RowSparseAdamW, kwargs)
 
     def _clip_grad_norm(self, model):
@@ -130,7 +129,16 @@ class DistillationTrainer(Trainer):
         return self.lr_scheduler
 
     def train(self, *args, **kwargs):
-        result = super().train(*args, **kwargs)
+        # A sparse gradient only while this trainer trains: another optimizer given the model later would refuse it.
+        table = self.model.get_input_embeddings() if self.args.sparse_embeddings else None
+        was_sparse = table is not None and table.sparse
+        if table is not None:
+            table.sparse = True
+        try:
+            result = super().train(*args, **kwargs)
+        finally:
+            if table is not None:
+                table.sparse = was_sparse
         if self.time_budget:  # the Trainer derives these from max_steps, which a clock-stopped run sets to "never"
             runtime = max(result.metrics.get("train_runtime", 0.0), 1e-9)
             batch = self.args.per_device_train_batch_size * self.args.gradient_accumulation_steps * self.args.world_size
