@@ -2,7 +2,7 @@
 # What a lent GPU machine needs from here, since it reaches no network: writes .carry/ (git-ignored), to name
 # in the device run's `carry` (its limit is 64 MiB with the working tree; this is ~50 MB):
 #   teacher/          the built-in teacher with its weights stored fp16 (the teacher loads them back to fp32)
-#   train.jsonl.gz, heldout.jsonl.gz   the offline corpus's splits (text, source), as built here from Debian
+#   train.jsonl.xz, heldout.jsonl.gz   the offline corpus's splits (text, source), as built here from Debian
 #   wheels/           what the package needs that the device image lacks (for its Python 3.12)
 # Then, on the device: `CELL=inherited TEXTS=... MINUTES=... PACK=$OUT/student bash benchmarks/quality/gpu.sh`.
 # CORPUS=offline-xl (1.1M sentences) does not fit beside the teacher in one carry (45 MB + 22 MB + the tree): its
@@ -35,10 +35,10 @@ save_file({k: v.half() if v.is_floating_point() else v for k, v in weights.items
 corpus = os.environ["CORPUS"]
 for split in ("train", "heldout"):
     rows = load_texts(corpus, split)
-    if corpus == "offline" or split == "heldout":
+    if split == "heldout":
         path, opener = carry / f"{split}.jsonl.gz", gzip.open
-    else:  # xz: a third smaller than gzip here, which the second call's 64 MiB needs
-        path, opener = Path(".carry-text") / f"{split}.jsonl.xz", lzma.open
+    else:  # xz: a third smaller than gzip here, which 64 MiB a call needs (the tree and .carry came within 0.5 MB)
+        path, opener = (carry if corpus == "offline" else Path(".carry-text")) / f"{split}.jsonl.xz", lzma.open
         path.parent.mkdir(exist_ok=True)
     with opener(path, "wt") as f:
         f.writelines(json.dumps({"text": t, "source": s}) + "\n" for t, s in zip(rows["text"], rows["source"]))
@@ -46,4 +46,4 @@ PY
 $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d .carry/wheels $WHEELS
-du -sh .carry .carry-text 2>/dev/null
+du -sh .carry; [ ! -d .carry-text ] || du -sh .carry-text
