@@ -58,6 +58,7 @@ case "$CELL" in
   *) echo "CELL must be gru, inherited or inherited-fast, not $CELL" >&2; exit 2 ;;
 esac
 OUT=${OUT:-outputs/gpu-$CELL}; NAME=${NAME:-gpu-$CELL}
+mkdir -p "$(dirname "$OUT")"  # outputs/ is git-ignored: a bare device machine has none
 [ -z "${BATCH:-}" ] || MODEL+=(--per_device_train_batch_size "$BATCH")
 LRS=${LRS:-}
 RATES=(${LRS:-""})
@@ -103,7 +104,7 @@ if [ -n "${DEADLINE:-}${PREFLIGHT:-}" ] || [ ${#RUNS[@]} -gt 1 ]; then
   TRAJECTORIES=$!
   if [ -n "${PREFLIGHT:-}" ]; then
     if ! preflight > "$OUT-preflight.log" 2>&1; then
-      tail -n 40 "$OUT-preflight.log"
+      tail -n 40 "$OUT-preflight.log" || true  # under set -e a failed tail would leave the pass running
       echo "gpu.sh: the preflight failed (log above: $OUT-preflight.log); stopping the trajectory pass" >&2
       kill "$TRAJECTORIES" 2>/dev/null || true
       exit 3

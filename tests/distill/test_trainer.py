@@ -257,10 +257,20 @@ def test_time_budget_progress_shows_minutes_not_a_billion_steps(teacher, data, t
     trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
                                   data_collator=TrajectoryCollator(tok.pad_token_id))
     assert any(isinstance(c, TimeBudgetProgressCallback) for c in trainer.callback_handler.callbacks)
-    trainer.train()
+    metrics = trainer.train().metrics
     captured = capfd.readouterr()
     err = captured.err
     assert "1000000000" not in err
+    # Throughput from the steps taken, both where the Trainer prints it and in what train() returns.
+    printed = re.findall(r"'train_samples_per_second': '([\d.e+]+)'", captured.out)
+    samples = trainer.state.global_step * 8 / metrics["train_runtime"]
+    assert printed and float(printed[-1]) == pytest.approx(samples, rel=1e-2)
+    assert metrics["train_samples_per_second"] == pytest.approx(samples, rel=1e-3)
+    # What transformers 5.17 passed to log() after such a run (samples from max_steps): corrected in place.
+    logs = {"train_runtime": 2.0, "train_samples_per_second": 7.4e8, "train_steps_per_second": 9.2e7}
+    trainer.log(logs)
+    assert logs["train_samples_per_second"] == pytest.approx(trainer.state.global_step * 8 / 2.0, rel=1e-3)
+    assert logs["train_steps_per_second"] == pytest.approx(trainer.state.global_step / 2.0, rel=1e-3)
     bar = re.findall(r"train +(\d+)%\|.*?\| (\d\d:\d\d) of 00:01, (\d\d:\d\d) left, step (\d+), ([\d.]+) "
                      r"samples/s", err)  # a budget of 1.8 s
     assert bar and bar[-1][:3] == ("100", "00:01", "00:00")
