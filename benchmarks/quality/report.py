@@ -58,6 +58,9 @@ SCALE_RUNS = {
     # Two learning rates trained side by side on the one GPU (gpu.sh LRS), each 6.5 minutes.
     "gpu-h200-inherited-fast-lr3e-4": "1 H200 shared by 2 runs, 6.5 min",
     "gpu-h200-inherited-fast-lr6e-4": "1 H200 shared by 2 runs, 6.5 min",
+    # Two shapes side by side (gpu.sh SHAPES), 5.7 minutes each after one trajectory pass (session 44).
+    "gpu-h200-inherited-fast-l2-512-lr6e-4": "1 H200 shared by 2 runs, 5.7 min",
+    "gpu-h200-inherited-fast-l2-lr6e-4": "1 H200 shared by 2 runs, 5.7 min",
 }
 
 
@@ -77,6 +80,8 @@ def scale_table() -> str:
         model = d["args"]["model"]
         shape = (f"{model['cell_type']}, {model['num_hidden_layers']} layer(s)"
                  if model.get("cell_type", "gru") == "tova_attention" else f"GRU-{model['hidden_size']}")
+        if model.get("intermediate_size"):
+            shape += f" of {model['intermediate_size']} neurons"
         lines.append(f"| {name} | {where} | {shape} | {texts:,} | {epochs:.2f} | "
                      f"{texts * epochs / 1e6:.2f}M | {s['final_cosine']:.3f} | {s['prefix_cosine']:.3f} | "
                      f"{s['neighbour_agreement@10']:.3f} | {s['drift_33-64']:.3f} |")
@@ -89,7 +94,8 @@ def transfer_peer_table() -> str:
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
     `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
     that GRU before it drew across sources; release.json; release-tf2rnn-minilm-gru.json: the GRU-768 released
-    before it; gpu-h200-inherited-fast-lr6e-4-eval.json: the released shape trained on a lent H200), the peer from
+    before it; gpu-h200-inherited-fast-*-eval.json: the released shape and two-layer shapes trained on a lent H200),
+    the peer from
     benchmarks/peers/model2vec.sh."""
     peer = load("peer-model2vec")
     students = {name: load(file) for name, file in (("student (make distill)", "quick-eval"),
@@ -101,7 +107,11 @@ def transfer_peer_table() -> str:
                                                     ("student (tf2rnn-minilm until 2026-11-26, GRU-768)",
                                                      "release-tf2rnn-minilm-gru"),
                                                     ("student (tf2rnn-minilm-fast-gpu: its shape, one H200)",
-                                                     "gpu-h200-inherited-fast-lr6e-4-eval"))}
+                                                     "gpu-h200-inherited-fast-lr6e-4-eval"),
+                                                    ("student (two inherited layers of 512 neurons, one H200)",
+                                                     "gpu-h200-inherited-fast-l2-512-lr6e-4-eval"),
+                                                    ("student (tf2rnn-minilm-l2-gpu: two inherited layers, one H200)",
+                                                     "gpu-h200-inherited-fast-l2-lr6e-4-eval"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -430,9 +440,10 @@ def transfer_table() -> str:
         rows[source] = transfer_row(seen["suites"]["fidelity"], left)
         # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
         # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
-        # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five.
+        # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two whole layers trained there alike.
         for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru"),
-                            ("H200 fast tier", "transfer-released-fast-gpu")):
+                            ("H200 fast tier", "transfer-released-fast-gpu"),
+                            ("H200 two layers", "transfer-released-l2-gpu")):
             released = load(f"{file}-{source}")
             if not released:
                 continue
