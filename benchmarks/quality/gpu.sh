@@ -54,7 +54,7 @@ case "$CELL" in
        MODEL=(--hidden_size "$HIDDEN" --per_device_train_batch_size 256 --learning_rate 3e-3 --transition_until 0.3
               --anneal 0.2) ;;
   inherited) MODEL=(--preset inherited-long) ;;
-  inherited-fast) MODEL=(--preset inherited-fast) ;;
+  inherited-fast) MODEL=(--preset inherited-fast --sparse_embeddings false) ;;  # a CPU lever, untested on GPUs
   *) echo "CELL must be gru, inherited or inherited-fast, not $CELL" >&2; exit 2 ;;
 esac
 OUT=${OUT:-outputs/gpu-$CELL}; NAME=${NAME:-gpu-$CELL}

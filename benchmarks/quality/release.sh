@@ -5,8 +5,9 @@
 # `bash benchmarks/quality/transfer.sh` scores the released student on each source's held-out sentences and adds
 # that table to its card.
 #   tf2rnn-minilm (the default NAME; since 2026-11-26): PRESET=inherited-fast, one layer inherited from the teacher,
-#     150,000 sentences drawn across sources, a target at every third prefix, trained in one process with both
-#     cores (as student.sh's rows of it were).
+#     300,000 sentences drawn across sources (150,000 until session 44), a target at every third prefix, trained in
+#     one process with both cores and the row-sparse token table (as student.sh's rows of it were). Its release ran
+#     on an AVX512-VNNI + AMX CPU (bf16 by default there); on an AVX2 CPU, TRAIN_TEXTS=150000 keeps it in 90 minutes.
 #   tf2rnn-minilm-gru: the GRU-768 released before it, 200,000 sentences (the corpus's first rows), every prefix;
 #     DDP training on two processes. Its results and card stay as release-tf2rnn-minilm-gru.json and model_cards/.
 #   tf2rnn-minilm-long: the GRU with half the sentences joined into 100+-token passages (a target every 4th prefix),

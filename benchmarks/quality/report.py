@@ -52,7 +52,8 @@ SCALE_RUNS = {
     "release-1core": "1 CPU core, 45 min",
     "release-tf2rnn-minilm-small": "1 CPU core, 35 min",
     "release-tf2rnn-minilm-gru": "2 CPU cores (DDP), 45 min",
-    "release": "2 CPU cores (one process), 45 min",
+    "release-s35": "2 AVX2 cores (one process), 45 min",
+    "release": "2 AVX512/AMX cores (one process, bf16, row-sparse table), 45 min",
     "gpu-h100-gru768": "1 H100, 5 min",
     "gpu-h100-gru1024": "1 H100, 5 min",
     # Two learning rates trained side by side on the one GPU (gpu.sh LRS), each 6.5 minutes.
@@ -93,7 +94,8 @@ def transfer_peer_table() -> str:
     (whole and half sentences), neighbour agreement@10 on held-out sentences and on keystroke prefixes, and
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
     `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
-    that GRU before it drew across sources; release.json; release-tf2rnn-minilm-gru.json: the GRU-768 released
+    that GRU before it drew across sources; release.json and release-s35.json (its recipe before session 44);
+    release-tf2rnn-minilm-gru.json: the GRU-768 released
     before it; gpu-h200-inherited-fast-*-eval.json: the released shape and two-layer shapes trained on a lent H200),
     the peer from
     benchmarks/peers/model2vec.sh."""
@@ -104,6 +106,8 @@ def transfer_peer_table() -> str:
                                                     ("student (make distill, GRU-768, WordNet head)",
                                                      "quick-wordnet-eval"),
                                                     ("student (tf2rnn-minilm)", "release"),
+                                                    ("student (tf2rnn-minilm, session 35: 150,000 texts on AVX2)",
+                                                     "release-s35"),
                                                     ("student (tf2rnn-minilm until 2026-11-26, GRU-768)",
                                                      "release-tf2rnn-minilm-gru"),
                                                     ("student (tf2rnn-minilm-fast-gpu: its shape, one H200)",

@@ -868,3 +868,10 @@ train tova-l1-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at
 # (0.912 / 0.577 / 77.81) in 20. The release's 45 minutes on them, sparse: the candidate for the next release recipe.
 train tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at287013b --num_hidden_layers 1 \
   "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45
+# Session 44: two layers of 512 neurons each at the fast tier's next recipe (300,000 texts, 45 minutes, bf16 on AMX,
+# the row-sparse table), beside this session's release re-run of one layer on it (release.json). On a lent H200 the
+# shape led one layer by +0.012 / +0.057 (gpu-h200-inherited-fast-l2-512-lr6e-4); session 41's dense 20-minute row
+# here: 0.908 / 0.589 / 78.47 at 321 samples/s.
+train tova-l2-ffn512-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at4181bf9 \
+  --num_hidden_layers 2 --intermediate_size 512 "${DEPTH[@]}" --bf16 true --sparse_embeddings true \
+  --max_train_texts 300000 --train_minutes 45
