@@ -135,11 +135,10 @@ class DistillationTrainer(Trainer):
         if table is not None:
             table.sparse = True
         try:
-            result = super().train(*args, **kwargs)
+            return super().train(*args, **kwargs)
         finally:
             if table is not None:
                 table.sparse = was_sparse
-        return result
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         # Every loss calls `model` itself, so under DDP the gradients are synchronised.
