@@ -162,6 +162,28 @@ def test_two_accelerate_processes_match_one(tmp_path):
         assert np.abs(x.astype(np.float32) - y.astype(np.float32)).max() < 1e-3
 
 
+@pytest.mark.parametrize("unit", T.PREFIX_UNITS)
+def test_shard_workers_write_the_shards_one_process_writes(tmp_path, teacher, unit):
+    texts = RANDOM_TEXTS + [f"sentence {i} of a longer corpus, for several shards" for i in range(9)]
+    settings = T.TrajectorySettings(prefix_unit=unit, shard_size=4, bf16=False, stride=2)
+    serial = T.generate(texts, teacher, settings, tmp_path / "serial", progress=False)
+    pooled = T.generate(texts, teacher, settings, tmp_path / "pooled", progress=False, workers=2)
+    a, b = T.load(serial), T.load(pooled)
+    assert len(_shards(tmp_path / "pooled")) == 4 and not list((tmp_path / "pooled").glob("trajectories/*/shards/.*"))
+    assert a.column_names == b.column_names
+    for column in set(a.column_names) - {"trajectory"}:
+        assert a[column] == b[column], column
+    for x, y in zip(a.with_format("numpy")["trajectory"], b.with_format("numpy")["trajectory"]):
+        assert np.array_equal(x, y)
+    counts = {k: v for k, v in T.stats(pooled).items() if k != "seconds"}
+    assert counts == {k: v for k, v in T.stats(serial).items() if k != "seconds"} and counts["skipped_empty"] == 1
+
+
+def test_negative_shard_workers_are_refused(tmp_path, teacher):
+    with pytest.raises(ValueError, match="workers"):
+        T.generate(["a text"], teacher, T.TrajectorySettings(bf16=False), tmp_path, progress=False, workers=-1)
+
+
 def test_missing_shard_is_reported(tmp_path, teacher):
     run = T.generate(["one text here", "and another"], teacher, T.TrajectorySettings(shard_size=1, bf16=False),
                      tmp_path, progress=False)

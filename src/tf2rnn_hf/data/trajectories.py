@@ -104,20 +104,18 @@ def _features(prefix_unit: str, dim: int) -> datasets.Features:
     return datasets.Features(common)
 
 
-def compute_shard(texts: Sequence[str], teacher: Teacher, settings: TrajectorySettings,
-                  progress: bool = False) -> Tuple[datasets.Dataset, Dict[str, int]]:
-    """Trajectories of `texts` (one row per non-empty text) and counts of what was computed."""
+def shard_rows(texts: Sequence[str], tokenizer, settings: TrajectorySettings,
+               max_tokens: int) -> Tuple[List[dict], List[Tuple[int, ...]], Dict[str, int]]:
+    """The CPU half of a shard: rows of the non-empty `texts`, each with `_keys` into the distinct prefix
+    tokenisations (returned second, unwrapped) that the teacher must embed, and counts of what was found."""
     stats = {"texts": 0, "skipped_empty": 0, "truncated": 0, "prefixes": 0, "teacher_calls": 0}
-    max_tokens = settings.max_tokens
-    if max_tokens is None:
-        max_tokens = teacher.max_length - len(teacher.wrap([]))
+    kept = [text for text in texts if text and text.strip()]
+    stats["skipped_empty"] = len(texts) - len(kept)
+    # One batched call: the fast tokenizer's per-call overhead was half of a shard's CPU time.
+    encoded = tokenizer(kept, add_special_tokens=False)["input_ids"] if kept else []
     unique: Dict[Tuple[int, ...], int] = {}
     rows: List[dict] = []
-    for text in texts:
-        if not text or not text.strip():
-            stats["skipped_empty"] += 1
-            continue
-        ids = teacher.tokenizer(text, add_special_tokens=False)["input_ids"]
+    for text, ids in zip(kept, encoded):
         truncated = len(ids) > max_tokens
         ids = ids[:max_tokens]
         row = {"text": text, "input_ids": ids, "truncated": truncated}
@@ -125,7 +123,7 @@ def compute_shard(texts: Sequence[str], teacher: Teacher, settings: TrajectorySe
             steps = target_steps(len(ids), settings.stride, settings.dense_prefixes)
             keys = [tuple(ids[:t]) for t in steps]
         else:
-            ends, token_lists = char_prefixes(text, teacher.tokenizer, max_tokens)
+            ends, token_lists = char_prefixes(text, tokenizer, max_tokens)
             picked = target_steps(len(ends), settings.stride, settings.dense_prefixes)
             ends = [ends[i - 1] for i in picked]
             token_lists = [token_lists[i - 1] for i in picked]
@@ -139,11 +137,114 @@ def compute_shard(texts: Sequence[str], teacher: Teacher, settings: TrajectorySe
         stats["prefixes"] += len(keys)
         rows.append(row)
     stats["teacher_calls"] = len(unique)
-    embeddings = teacher.embed_batched([teacher.wrap(k) for k in unique], token_budget=settings.token_budget,
-                                       progress=progress).numpy().astype(np.float16)
+    return rows, list(unique), stats
+
+
+def shard_dataset(rows: List[dict], embeddings: np.ndarray, settings: TrajectorySettings,
+                  dim: int) -> datasets.Dataset:
+    """The rows of `shard_rows` with their trajectories: the embeddings [teacher calls, dim] their keys index."""
     for row in rows:
         row["trajectory"] = embeddings[row.pop("_keys")]
-    return datasets.Dataset.from_list(rows, features=_features(settings.prefix_unit, teacher.dim)), stats
+    return datasets.Dataset.from_list(rows, features=_features(settings.prefix_unit, dim))
+
+
+def _max_tokens(teacher: Teacher, settings: TrajectorySettings) -> int:
+    if settings.max_tokens is not None:
+        return settings.max_tokens
+    return teacher.max_length - len(teacher.wrap([]))
+
+
+def _embed(teacher: Teacher, unique: List[Tuple[int, ...]], settings: TrajectorySettings,
+           progress: bool = False) -> np.ndarray:
+    return teacher.embed_batched([teacher.wrap(k) for k in unique], token_budget=settings.token_budget,
+                                 progress=progress).numpy().astype(np.float16)
+
+
+def compute_shard(texts: Sequence[str], teacher: Teacher, settings: TrajectorySettings,
+                  progress: bool = False) -> Tuple[datasets.Dataset, Dict[str, int]]:
+    """Trajectories of `texts` (one row per non-empty text) and counts of what was computed."""
+    rows, unique, stats = shard_rows(texts, teacher.tokenizer, settings, _max_tokens(teacher, settings))
+    return shard_dataset(rows, _embed(teacher, unique, settings, progress), settings, teacher.dim), stats
+
+
+def _save_shard(ds: datasets.Dataset, stats: Dict[str, float], shards: Path, key: str) -> None:
+    tmp = shards / f".tmp-{key}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    ds.save_to_disk(str(tmp))
+    (tmp / "stats.json").write_text(json.dumps(stats))
+    try:
+        os.replace(tmp, shards / key)  # atomic: a shard exists whole or not at all
+    except OSError:  # another process finished the same shard first
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# Shard workers (`generate(workers=N)`): processes that tokenise and write shards while the parent keeps the
+# teacher busy. Module-level, so that a pool can pickle them.
+_worker_tokenizer = None
+
+
+def _init_worker(tokenizer) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer
+
+
+def _prepare_in_worker(texts, settings, max_tokens):
+    return shard_rows(texts, _worker_tokenizer, settings, max_tokens)
+
+
+def _write_in_worker(rows, embeddings, settings, dim, stats, shards, key) -> None:
+    _save_shard(shard_dataset(rows, embeddings, settings, dim), stats, shards, key)
+
+
+def _generate_pipelined(chunks: List[List[str]], keys: List[str], mine: List[int], teacher: Teacher,
+                        settings: TrajectorySettings, shards: Path, workers: int, progress: bool) -> None:
+    """`generate`'s loop with `workers` processes doing the CPU halves: a GPU teacher's pass was bound by one
+    core tokenising and writing (a shard's CPU half took longer than its teacher calls)."""
+    import multiprocessing
+    from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
+
+    max_tokens = _max_tokens(teacher, settings)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(mine), desc=f"trajectories ({workers} workers)", unit="shard")
+    # fork where there is one: spawn re-imports the caller's main module, which without a `__main__` guard
+    # hung the pass, and costs each worker seconds of imports. The workers never touch the parent's CUDA.
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context(method), initializer=_init_worker,
+                             initargs=(teacher.tokenizer,)) as pool:
+        todo = deque(mine)
+        prepared = deque()
+        writes = []
+        while todo and len(prepared) < 2 * workers:
+            index = todo.popleft()
+            prepared.append((index, pool.submit(_prepare_in_worker, chunks[index], settings, max_tokens)))
+        last = time.perf_counter()
+        while prepared:
+            index, future = prepared.popleft()
+            rows, unique, stats = future.result()
+            if todo:
+                nxt = todo.popleft()
+                prepared.append((nxt, pool.submit(_prepare_in_worker, chunks[nxt], settings, max_tokens)))
+            embeddings = _embed(teacher, unique, settings)
+            now = time.perf_counter()
+            stats["seconds"] = round(now - last, 3)  # this shard's share of the pass's wall time
+            last = now
+            writes.append(pool.submit(_write_in_worker, rows, embeddings, settings, teacher.dim, stats, shards,
+                                      keys[index]))
+            # Surface a failed write now rather than after the whole pass.
+            while writes and writes[0].done():
+                writes.pop(0).result()
+                if bar is not None:
+                    bar.update()
+        for future in writes:
+            future.result()
+            if bar is not None:
+                bar.update()
+    if bar is not None:
+        bar.close()
 
 
 def byte_rows(char_dataset: datasets.Dataset, offset: int = 3) -> datasets.Dataset:
@@ -198,9 +299,12 @@ def cache_path(teacher: Teacher, texts: Sequence[str], settings: TrajectorySetti
 
 def generate(texts: Sequence[str], teacher: Teacher, settings: TrajectorySettings,
              cache_dir: Optional[Union[str, Path]] = None, process_index: int = 0, num_processes: int = 1,
-             progress: bool = True) -> Path:
+             progress: bool = True, workers: int = 0) -> Path:
     """Compute this process's missing shards (every `num_processes`-th, from `process_index`); returns
-    the run manifest. Finished shards are never recomputed."""
+    the run manifest. Finished shards are never recomputed. `workers` > 0 spawns that many processes to
+    tokenise and write shards while this one runs the teacher (for a GPU teacher; the shards are the same)."""
+    if workers < 0:
+        raise ValueError(f"workers must be zero (no shard workers) or positive, got {workers}.")
     texts = list(texts)
     settings = resolve(settings, teacher)
     run = cache_path(teacher, texts, settings, cache_dir)
@@ -213,24 +317,20 @@ def generate(texts: Sequence[str], teacher: Teacher, settings: TrajectorySetting
     write_atomic(run, json.dumps({"shards": keys, "texts": len(texts), "teacher": teacher.hub_id,
                                    "settings": dataclasses.asdict(settings)}, indent=1))
     mine = [i for i in range(len(chunks)) if i % num_processes == process_index and not (shards / keys[i]).is_dir()]
+    teacher.bf16 = settings.bf16
+    if workers > 0 and len(mine) > 1:
+        _generate_pipelined(chunks, keys, mine, teacher, settings, shards, workers, progress)
+        return run
     iterator: Iterable[int] = mine
     if progress and mine:
         from tqdm.auto import tqdm
 
         iterator = tqdm(mine, desc=f"trajectories (rank {process_index})", unit="shard")
-    teacher.bf16 = settings.bf16
     for index in iterator:
         start = time.perf_counter()
         ds, stats = compute_shard(chunks[index], teacher, settings)
         stats["seconds"] = round(time.perf_counter() - start, 3)
-        tmp = shards / f".tmp-{keys[index]}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        ds.save_to_disk(str(tmp))
-        (tmp / "stats.json").write_text(json.dumps(stats))
-        try:
-            os.replace(tmp, shards / keys[index])  # atomic: a shard exists whole or not at all
-        except OSError:  # another process finished the same shard first
-            shutil.rmtree(tmp, ignore_errors=True)
+        _save_shard(ds, stats, shards, keys[index])
     return run
 
 
@@ -259,8 +359,9 @@ def stats(*runs: Union[str, Path]) -> Dict[str, float]:
 
 
 def build(texts: Sequence[str], teacher: Teacher, settings: Optional[TrajectorySettings] = None,
-          cache_dir: Optional[Union[str, Path]] = None, progress: bool = True) -> datasets.Dataset:
-    """Generate (sharing the work among accelerate processes when launched that way) and load."""
+          cache_dir: Optional[Union[str, Path]] = None, progress: bool = True, workers: int = 0) -> datasets.Dataset:
+    """Generate (sharing the work among accelerate processes when launched that way, each with `workers`
+    shard workers) and load."""
     import torch
     from accelerate import PartialState
 
@@ -269,6 +370,6 @@ def build(texts: Sequence[str], teacher: Teacher, settings: Optional[TrajectoryS
     # the state is created for CPU; the launcher overrides ACCELERATE_USE_CPU, so ask for it here.
     state = PartialState(cpu=not torch.cuda.is_available())
     run = generate(texts, teacher, settings, cache_dir, state.process_index, state.num_processes,
-                   progress=progress and state.is_local_main_process)
+                   progress=progress and state.is_local_main_process, workers=workers)
     state.wait_for_everyone()
     return load(run)

@@ -144,6 +144,9 @@ class DataArguments:
                 "natively; emulated bf16 is several times slower than fp32)."})
     token_budget: int = 4096
     shard_size: int = 2000
+    trajectory_workers: int = field(default=0, metadata={
+        "help": "Processes that tokenise and write trajectory shards while the teacher embeds: a GPU teacher's "
+                "pass is otherwise bound by one CPU core (0: all in this process)."})
     cache_dir: Optional[str] = None
 
 
@@ -255,13 +258,15 @@ def main(argv: Optional[List[str]] = None) -> dict:
                  (joined, replace(settings, stride=data_args.passage_stride or settings.stride))]
     parts = [(texts, part_settings) for texts, part_settings in parts if texts]
     train_ds = datasets.concatenate_datasets(
-        [trajectories.build(texts, teacher, part_settings, data_args.cache_dir) for texts, part_settings in parts])
+        [trajectories.build(texts, teacher, part_settings, data_args.cache_dir, workers=data_args.trajectory_workers)
+         for texts, part_settings in parts])
     if left_out:  # dropped after their trajectories: the left-out run reuses the shards of the full draw
         train_ds = train_ds.filter(lambda batch: [t not in left_out for t in batch["text"]], batched=True)
     # Held-out fidelity: token trajectories for a token student (whatever it trained on), keystrokes for bytes.
     eval_settings = trajectories.TrajectorySettings(**{**asdict(settings), "stride": 1, "dense_prefixes": 0,
                                                        "prefix_unit": "char" if byte_student else "token"})
-    eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir)
+    eval_ds = trajectories.build(eval_texts, teacher, eval_settings, data_args.cache_dir,
+                                 workers=data_args.trajectory_workers)
     if byte_student:
         train_ds, eval_ds = trajectories.byte_rows(train_ds), trajectories.byte_rows(eval_ds)
     timings["trajectories_s"] = time.perf_counter() - t0
