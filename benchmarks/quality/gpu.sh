@@ -25,11 +25,15 @@
 # it in the device run's carry, and this script takes the teacher, corpus and wheels from it. The trip back
 # holds at most 8 files of 16 MiB: PACK gets each student as gpu_pack.py packs it (fp16, in 15 MiB parts), and
 # here `python benchmarks/quality/gpu_pack.py unpack PACKED DIR` makes it a whole folder for `tf2rnn evaluate`.
-# One device call (carry: .carry) within a 15-minute device budget, e.g. (the device's own $OUT is the folder that
-# comes back, so this script's OUT is named; the trip back takes 8 files, so the packs travel as one split tar)
-#   R=$OUT; PYTHONUNBUFFERED=1 CELL=inherited-fast TEXTS=470000 BATCH=256 LRS="3e-4 6e-4" PREFLIGHT=1 MINUTES=9 \
-#     DEADLINE=540 RESERVE=100 OUT=outputs/gpu NAME=gpu-h200-inherited-fast PACK=/tmp/pack \
-#     bash benchmarks/quality/gpu.sh 2>&1 | tee $R/gpu.log; (cd /tmp && tar cf - pack | split -b 15M - $R/pack.tar.)
+# One device call (carry: .carry) within a 15-minute device budget, e.g. session 45's (the device's own $OUT is the
+# folder that comes back, so this script's OUT is named; the trip back takes 8 files of 16 MiB, so the packs travel
+# as one xz'd tar cut in parts: two inherited students are ~65 MB in fp16, 60 MB in xz; here
+# `cat pack.txz.* | xz -d | tar xf -`)
+#   R=$OUT; mkdir -p outputs; PYTHONUNBUFFERED=1 CELL=inherited-fast TEXTS=470000 BATCH=256 \
+#     SHAPES="l3=--num_hidden_layers 3 --learning_rate 6e-4;l2-lr1e-3=--num_hidden_layers 2 --learning_rate 1e-3" \
+#     PREFLIGHT=1 MINUTES=9 DEADLINE=560 RESERVE=110 OUT=outputs/gpu NAME=gpu-h200-inherited-fast PACK=/tmp/pack \
+#     bash benchmarks/quality/gpu.sh 2>&1 | tee $R/gpu.log
+#   (cd /tmp && tar cf - pack | xz -T0 -1 | split -b 15M - $R/pack.txz.)
 # (The offline corpus holds 472,249 training sentences; `--max_train_texts` beyond that takes them all. The
 # offline-xl corpus, 1,095,879, travels in two calls: see gpu_carry.sh.)
 set -euo pipefail

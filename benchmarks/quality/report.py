@@ -62,6 +62,10 @@ SCALE_RUNS = {
     # Two shapes side by side (gpu.sh SHAPES), 5.7 minutes each after one trajectory pass (session 44).
     "gpu-h200-inherited-fast-l2-512-lr6e-4": "1 H200 shared by 2 runs, 5.7 min",
     "gpu-h200-inherited-fast-l2-lr6e-4": "1 H200 shared by 2 runs, 5.7 min",
+    # Session 45: three whole layers, and two at lr 1e-3, side by side for 5.2 minutes (the trajectory pass with shard
+    # workers, in the same call).
+    "gpu-h200-inherited-fast-l3": "1 H200 shared by 2 runs, 5.2 min",
+    "gpu-h200-inherited-fast-l2-lr1e-3": "1 H200 shared by 2 runs, 5.2 min",
 }
 
 
@@ -96,7 +100,8 @@ def transfer_peer_table() -> str:
     `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
     that GRU before it drew across sources; release.json and release-s35.json (its recipe before session 44);
     release-tf2rnn-minilm-gru.json: the GRU-768 released
-    before it; gpu-h200-inherited-fast-*-eval.json: the released shape and two-layer shapes trained on a lent H200),
+    before it; gpu-h200-inherited-fast-*-eval.json: the released shape and two- and three-layer shapes trained on a
+    lent H200),
     the peer from
     benchmarks/peers/model2vec.sh."""
     peer = load("peer-model2vec")
@@ -115,7 +120,9 @@ def transfer_peer_table() -> str:
                                                     ("student (two inherited layers of 512 neurons, one H200)",
                                                      "gpu-h200-inherited-fast-l2-512-lr6e-4-eval"),
                                                     ("student (tf2rnn-minilm-l2-gpu: two inherited layers, one H200)",
-                                                     "gpu-h200-inherited-fast-l2-lr6e-4-eval"))}
+                                                     "gpu-h200-inherited-fast-l2-lr6e-4-eval"),
+                                                    ("student (tf2rnn-minilm-l3-gpu: three inherited layers, one H200)",
+                                                     "gpu-h200-inherited-fast-l3-eval"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -444,10 +451,12 @@ def transfer_table() -> str:
         rows[source] = transfer_row(seen["suites"]["fidelity"], left)
         # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
         # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
-        # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two whole layers trained there alike.
+        # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
+        # alike.
         for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru"),
                             ("H200 fast tier", "transfer-released-fast-gpu"),
-                            ("H200 two layers", "transfer-released-l2-gpu")):
+                            ("H200 two layers", "transfer-released-l2-gpu"),
+                            ("H200 three layers", "transfer-released-l3-gpu")):
             released = load(f"{file}-{source}")
             if not released:
                 continue
@@ -762,6 +771,41 @@ def thin_depth_table() -> str:
                               "blank: not timed in that run)") if rows else ""
 
 
+# Depth at GPU scale (gpu.sh on lent H200s, 470,000 texts, the fast tier's recipe at batch 256): (label, the shape the
+# speed run timed, the results file of the run, evaluated here as <name>-eval).
+GPU_DEPTH = (("1 layer, lr 6e-4, 6.5 min (session 36; tf2rnn-minilm-fast-gpu)", "l1", "gpu-h200-inherited-fast-lr6e-4"),
+             ("2 layers of 512 neurons, lr 6e-4, 5.7 min (session 44)", "l2-ffn512",
+              "gpu-h200-inherited-fast-l2-512-lr6e-4"),
+             ("2 whole layers, lr 6e-4, 5.7 min (session 44; tf2rnn-minilm-l2-gpu)", "l2",
+              "gpu-h200-inherited-fast-l2-lr6e-4"),
+             ("2 whole layers, lr 1e-3, 5.2 min (session 45)", "l2", "gpu-h200-inherited-fast-l2-lr1e-3"),
+             ("3 whole layers, lr 6e-4, 5.2 min (session 45; tf2rnn-minilm-l3-gpu)", "l3", "gpu-h200-inherited-fast-l3"))
+GPU_DEPTH_SPEED = ("student-speed-v33", "student-speed-v34")
+
+
+def gpu_depth_table() -> str:
+    """Depth at GPU scale: each shape's fidelity, STS-B, long passages and similarity suites from `tf2rnn evaluate`,
+    and its cost per keystroke from the speed runs that timed it."""
+    runs = {run[len("student-speed-"):]: speed for run in GPU_DEPTH_SPEED if (speed := load(run))}
+    ratios = {run: _int8_ratios(speed) for run, speed in runs.items()}
+    rows = {}
+    for label, shape, name in GPU_DEPTH:
+        evaluation = load(f"{name}-eval")
+        if not evaluation:
+            continue
+        suites = evaluation["suites"]
+        row = {**_scored(evaluation, load(name)), "long final cosine": suites["long"]["student"]["final_cosine"],
+               "Lee": suites["lee"]["student"]["pearson"], "SimLex": suites["wordsim"]["student"]["simlex999_spearman"]}
+        for run in runs:
+            row.update({f"x cheaper @{n} ({run})": ratios[run].get((shape, n), float("nan")) for n in (64, 256)})
+        rows[label] = row
+    return format_table(rows, "Depth at GPU scale (gpu.sh, one lent H200 per session shared by two runs, 470,000 "
+                              "texts, a target every third prefix, batches of 256): `tf2rnn evaluate` here on the "
+                              "1,000 held-out texts across sources; per keystroke, int8, batch 1, against the "
+                              "teacher on the AVX512-VNNI + AMX host, the shapes of one speed run timed together "
+                              "(nan: not timed in that run)") if rows else ""
+
+
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
 THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer (Python rows, fp32)",
                "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at87144e7"),
@@ -918,7 +962,7 @@ def main():
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
-                           one_layer_table(), kernel_table(), thin_depth_table(), corpus_table(),
+                           one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), corpus_table(),
                            documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:

@@ -875,3 +875,7 @@ train tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-fin
 train tova-l2-ffn512-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at4181bf9 \
   --num_hidden_layers 2 --intermediate_size 512 "${DEPTH[@]}" --bf16 true --sparse_embeddings true \
   --max_train_texts 300000 --train_minutes 45
+# Session 45: a lent H200 trained three whole layers (gpu-h200-inherited-fast-l3: 0.957 / 0.718, STS-B 81.06). Their
+# cost per keystroke beside one and two whole layers in one run (shape-l3: the same shape as built for v21).
+[ -f "$OUT/student-speed-v34.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v34.json" \
+  --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l3
