@@ -742,8 +742,13 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               ("1 layer, 300,000 texts, 45 min, bf16, row-sparse table (session 43; the release's recipe)", "l1",
                "student-tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at287013b"),
               ("2 layers, 512 neurons each, the same recipe", "l2-ffn512",
-               "student-tova-l2-ffn512-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at4181bf9"))
-THIN_SPEED = ("student-speed-v32", "student-speed-v33")
+               "student-tova-l2-ffn512-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at4181bf9"),
+              # Session 45: three whole layers on that data for the one-layer row's 20 minutes (speed: v34, gpu table).
+              ("1 layer, 300,000 texts, 20 min, bf16, row-sparse table (session 43)", "l1",
+               "student-tova-l1-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at287013b"),
+              ("3 whole layers, the same 20 minutes", "l3",
+               "student-tova-l3-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at5648abb"))
+THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34")
 
 
 def thin_depth_table() -> str:
@@ -763,7 +768,7 @@ def thin_depth_table() -> str:
                 speed["students"][f"shape-{shape}"]["parameters_without_token_table"] / 1e6
             row.update({f"x cheaper @{n} ({run})": ratios[run][(shape, n)] for n in (64, 256)})
         rows[label] = {**row, **_scored(load(f"{name}-eval"), load(name))}
-    return format_table(rows, "Depth at about one layer's weights (student.sh, sessions 41 and 44): inherited layers keeping "
+    return format_table(rows, "Depth at about one layer's weights (student.sh, sessions 41, 44 and 45): inherited layers keeping "
                               "their most important feed-forward neurons (`--intermediate_size`, refitted), the "
                               "teacher's last layer alone or layers evenly spaced up to it; the depth rows' recipe and "
                               "`make distill`'s, each on the AVX512-VNNI + AMX host of its control; per keystroke, "

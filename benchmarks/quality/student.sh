@@ -879,3 +879,7 @@ train tova-l2-ffn512-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-poswei
 # cost per keystroke beside one and two whole layers in one run (shape-l3: the same shape as built for v21).
 [ -f "$OUT/student-speed-v34.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v34.json" \
   --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l3
+# Three whole layers on the fast tier's CPU data (300,000 texts, bf16, row-sparse table) for the 20 minutes of session
+# 43's one-layer row on them (0.912 / 0.578 / 77.96): does depth's lead on the GPU hold at a CPU's compute?
+train tova-l3-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at5648abb --num_hidden_layers 3 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000

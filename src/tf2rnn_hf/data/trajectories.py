@@ -301,7 +301,7 @@ def generate(texts: Sequence[str], teacher: Teacher, settings: TrajectorySetting
              cache_dir: Optional[Union[str, Path]] = None, process_index: int = 0, num_processes: int = 1,
              progress: bool = True, workers: int = 0) -> Path:
     """Compute this process's missing shards (every `num_processes`-th, from `process_index`); returns
-    the run manifest. Finished shards are never recomputed. `workers` > 0 spawns that many processes to
+    the run manifest. Finished shards are never recomputed. `workers` > 0 starts that many processes to
     tokenise and write shards while this one runs the teacher (for a GPU teacher; the shards are the same)."""
     if workers < 0:
         raise ValueError(f"workers must be zero (no shard workers) or positive, got {workers}.")
