@@ -751,23 +751,33 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34")
 
 
+def _speed_runs(names) -> dict:
+    """The speed runs (`student-speed-*` results) that exist, by their short name (v33, ...)."""
+    return {run[len("student-speed-"):]: speed for run in names if (speed := load(run))}
+
+
+def _keystroke_columns(shape: str, runs: dict) -> dict:
+    """A shape's size and int8 keystroke ratios in each speed run that timed it (`shape-<shape>`); none where untimed."""
+    row = {}
+    for run, speed in runs.items():
+        if f"shape-{shape}" not in speed["students"]:
+            continue
+        row["parameters without the token table (M)"] = \
+            speed["students"][f"shape-{shape}"]["parameters_without_token_table"] / 1e6
+        ratios = _int8_ratios(speed)
+        row.update({f"x cheaper @{n} ({run})": ratios[(shape, n)] for n in (64, 256)})
+    return row
+
+
 def thin_depth_table() -> str:
     """Inherited layers that keep fewer feed-forward neurons, at about one layer's parameters: fidelity at two budgets,
     and cost per keystroke against the one-layer shape in the same run."""
-    runs = {run[len("student-speed-"):]: speed for run in THIN_SPEED if (speed := load(run))}
-    ratios = {run: _int8_ratios(speed) for run, speed in runs.items()}
+    runs = _speed_runs(THIN_SPEED)
     rows = {}
     for label, shape, name in THIN_DEPTH:
         if not load(f"{name}-eval"):
             continue
-        row = {}
-        for run, speed in runs.items():
-            if f"shape-{shape}" not in speed["students"]:
-                continue
-            row["parameters without the token table (M)"] = \
-                speed["students"][f"shape-{shape}"]["parameters_without_token_table"] / 1e6
-            row.update({f"x cheaper @{n} ({run})": ratios[run][(shape, n)] for n in (64, 256)})
-        rows[label] = {**row, **_scored(load(f"{name}-eval"), load(name))}
+        rows[label] = {**_keystroke_columns(shape, runs), **_scored(load(f"{name}-eval"), load(name))}
     return format_table(rows, "Depth at about one layer's weights (student.sh, sessions 41, 44 and 45): inherited layers keeping "
                               "their most important feed-forward neurons (`--intermediate_size`, refitted), the "
                               "teacher's last layer alone or layers evenly spaced up to it; the depth rows' recipe and "
@@ -791,24 +801,22 @@ GPU_DEPTH_SPEED = ("student-speed-v33", "student-speed-v34")
 def gpu_depth_table() -> str:
     """Depth at GPU scale: each shape's fidelity, STS-B, long passages and similarity suites from `tf2rnn evaluate`,
     and its cost per keystroke from the speed runs that timed it."""
-    runs = {run[len("student-speed-"):]: speed for run in GPU_DEPTH_SPEED if (speed := load(run))}
-    ratios = {run: _int8_ratios(speed) for run, speed in runs.items()}
+    runs = _speed_runs(GPU_DEPTH_SPEED)
     rows = {}
     for label, shape, name in GPU_DEPTH:
         evaluation = load(f"{name}-eval")
         if not evaluation:
             continue
         suites = evaluation["suites"]
-        row = {**_scored(evaluation, load(name)), "long final cosine": suites["long"]["student"]["final_cosine"],
-               "Lee": suites["lee"]["student"]["pearson"], "SimLex": suites["wordsim"]["student"]["simlex999_spearman"]}
-        for run in runs:
-            row.update({f"x cheaper @{n} ({run})": ratios[run].get((shape, n), float("nan")) for n in (64, 256)})
-        rows[label] = row
+        rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, load(name)),
+                       "long final cosine": suites["long"]["student"]["final_cosine"],
+                       "Lee": suites["lee"]["student"]["pearson"],
+                       "SimLex": suites["wordsim"]["student"]["simlex999_spearman"]}
     return format_table(rows, "Depth at GPU scale (gpu.sh, one lent H200 per session shared by two runs, 470,000 "
                               "texts, a target every third prefix, batches of 256): `tf2rnn evaluate` here on the "
                               "1,000 held-out texts across sources; per keystroke, int8, batch 1, against the "
                               "teacher on the AVX512-VNNI + AMX host, the shapes of one speed run timed together "
-                              "(nan: not timed in that run)") if rows else ""
+                              "(a blank: not timed in that run)") if rows else ""
 
 
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
