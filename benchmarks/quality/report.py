@@ -66,6 +66,8 @@ SCALE_RUNS = {
     # workers, in the same call).
     "gpu-h200-inherited-fast-l3": "1 H200 shared by 2 runs, 5.2 min",
     "gpu-h200-inherited-fast-l2-lr1e-3": "1 H200 shared by 2 runs, 5.2 min",
+    # Session 46: three whole layers by release.sh from an empty cache, on a host new to the project.
+    "release-tf2rnn-minilm-l3": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table), 45 min",
 }
 
 
@@ -122,7 +124,9 @@ def transfer_peer_table() -> str:
                                                     ("student (tf2rnn-minilm-l2-gpu: two inherited layers, one H200)",
                                                      "gpu-h200-inherited-fast-l2-lr6e-4-eval"),
                                                     ("student (tf2rnn-minilm-l3-gpu: three inherited layers, one H200)",
-                                                     "gpu-h200-inherited-fast-l3-eval"))}
+                                                     "gpu-h200-inherited-fast-l3-eval"),
+                                                    ("student (tf2rnn-minilm-l3: three inherited layers, 2 CPU cores)",
+                                                     "release-tf2rnn-minilm-l3"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -452,11 +456,12 @@ def transfer_table() -> str:
         # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
         # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
         # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
-        # alike.
+        # alike; three whole layers released from 2 CPU cores (300,000 drawn across all five).
         for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru"),
                             ("H200 fast tier", "transfer-released-fast-gpu"),
                             ("H200 two layers", "transfer-released-l2-gpu"),
-                            ("H200 three layers", "transfer-released-l3-gpu")):
+                            ("H200 three layers", "transfer-released-l3-gpu"),
+                            ("CPU three layers", "transfer-released-l3")):
             released = load(f"{file}-{source}")
             if not released:
                 continue
@@ -747,8 +752,21 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               ("1 layer, 300,000 texts, 20 min, bf16, row-sparse table (session 43)", "l1",
                "student-tova-l1-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at287013b"),
               ("3 whole layers, the same 20 minutes", "l3",
-               "student-tova-l3-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at5648abb"))
-THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34")
+               "student-tova-l3-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at5648abb"),
+              # Session 46: the release's whole recipe for three whole layers (release.sh, from an empty cache), on an
+              # AVX512-BF16 host without AMX (Zen 4); a release file holds its training run under "distill".
+              ("3 whole layers, 300,000 texts, 45 min, the release's recipe on a Zen 4 host (tf2rnn-minilm-l3)", "l3",
+               "release-tf2rnn-minilm-l3"))
+THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35")
+
+
+def _evaluated(name: str):
+    """A row's evaluation and training results: `<name>-eval` and `<name>` (student.sh, gpu.sh), or one release file
+    holding both (release.sh); (None, None) where neither is here."""
+    if (evaluation := load(f"{name}-eval")) is not None:
+        return evaluation, load(name)
+    release = load(name)
+    return (release, release["distill"]) if release and "distill" in release else (None, None)
 
 
 def _speed_runs(names) -> dict:
@@ -775,15 +793,16 @@ def thin_depth_table() -> str:
     runs = _speed_runs(THIN_SPEED)
     rows = {}
     for label, shape, name in THIN_DEPTH:
-        if not load(f"{name}-eval"):
-            continue
-        rows[label] = {**_keystroke_columns(shape, runs), **_scored(load(f"{name}-eval"), load(name))}
-    return format_table(rows, "Depth at about one layer's weights (student.sh, sessions 41, 44 and 45): inherited layers keeping "
-                              "their most important feed-forward neurons (`--intermediate_size`, refitted), the "
-                              "teacher's last layer alone or layers evenly spaced up to it; the depth rows' recipe and "
-                              "`make distill`'s, each on the AVX512-VNNI + AMX host of its control; per keystroke, "
-                              "int8, batch 1, against the teacher, the shapes of one speed run timed together (a "
-                              "blank: not timed in that run)") if rows else ""
+        evaluation, trained = _evaluated(name)
+        if evaluation:
+            rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, trained)}
+    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41, 44 and 45; release.sh, session 46): "
+                              "inherited layers keeping their most important feed-forward neurons "
+                              "(`--intermediate_size`, refitted), the teacher's last layer alone or layers evenly "
+                              "spaced up to it; the depth rows' recipe and `make distill`'s, each on the AVX512-VNNI + "
+                              "AMX host of its control unless the row names another; per keystroke, int8, batch 1, "
+                              "against the teacher, the shapes of one speed run timed together (v32-v34 on the AMX "
+                              "host, v35 on the Zen 4 host; a blank: not timed in that run)") if rows else ""
 
 
 # Depth at GPU scale (gpu.sh on lent H200s, 470,000 texts, the fast tier's recipe at batch 256): (label, the shape the
@@ -795,7 +814,7 @@ GPU_DEPTH = (("1 layer, lr 6e-4, 6.5 min (session 36; tf2rnn-minilm-fast-gpu)", 
               "gpu-h200-inherited-fast-l2-lr6e-4"),
              ("2 whole layers, lr 1e-3, 5.2 min (session 45)", "l2", "gpu-h200-inherited-fast-l2-lr1e-3"),
              ("3 whole layers, lr 6e-4, 5.2 min (session 45; tf2rnn-minilm-l3-gpu)", "l3", "gpu-h200-inherited-fast-l3"))
-GPU_DEPTH_SPEED = ("student-speed-v33", "student-speed-v34")
+GPU_DEPTH_SPEED = ("student-speed-v33", "student-speed-v34", "student-speed-v35")
 
 
 def gpu_depth_table() -> str:
@@ -804,19 +823,19 @@ def gpu_depth_table() -> str:
     runs = _speed_runs(GPU_DEPTH_SPEED)
     rows = {}
     for label, shape, name in GPU_DEPTH:
-        evaluation = load(f"{name}-eval")
+        evaluation, trained = _evaluated(name)
         if not evaluation:
             continue
         suites = evaluation["suites"]
-        rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, load(name)),
+        rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, trained),
                        "long final cosine": suites["long"]["student"]["final_cosine"],
                        "Lee": suites["lee"]["student"]["pearson"],
                        "SimLex": suites["wordsim"]["student"]["simlex999_spearman"]}
     return format_table(rows, "Depth at GPU scale (gpu.sh, one lent H200 per session shared by two runs, 470,000 "
                               "texts, a target every third prefix, batches of 256): `tf2rnn evaluate` here on the "
                               "1,000 held-out texts across sources; per keystroke, int8, batch 1, against the "
-                              "teacher on the AVX512-VNNI + AMX host, the shapes of one speed run timed together "
-                              "(a blank: not timed in that run)") if rows else ""
+                              "teacher on 2 CPU cores (v33-v34: the AVX512-VNNI + AMX host; v35: the Zen 4 host), the shapes of one "
+                              "speed run timed together (a blank: not timed in that run)") if rows else ""
 
 
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
