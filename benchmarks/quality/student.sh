@@ -883,3 +883,9 @@ train tova-l2-ffn512-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-poswei
 # 43's one-layer row on them (0.912 / 0.578 / 77.96): does depth's lead on the GPU hold at a CPU's compute?
 train tova-l3-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at5648abb --num_hidden_layers 3 \
   "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000
+# Session 46: a host new to the project (AMD Zen 4: AVX512-BF16 and VNNI, no AMX) ran the release's whole recipe for
+# three whole layers from an empty cache (`NAME=tf2rnn-minilm-l3 PRESET=inherited-fast EXTRA="--num_hidden_layers 3"
+# bash benchmarks/quality/release.sh`: release-tf2rnn-minilm-l3.json). What a keystroke costs there at one, two and
+# three whole layers, in one run (the shapes of the session-22 loop above).
+[ -f "$OUT/student-speed-v35.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v35.json" \
+  --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l3
