@@ -85,3 +85,31 @@ def test_clip_matches_torchs_clip_on_the_dense_gradients(max_norm):
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(s_table.weight.grad.to_dense(), d_table.weight.grad)
     torch.testing.assert_close(s_head.weight.grad, d_head.weight.grad)
+
+
+def test_lazy_rows_of_a_dense_gradient_equal_the_sparse_update():
+    """What several processes do (DDP all-reduces the table's gradient dense): a `lazy_rows` parameter's dense
+    gradient updates its nonzero rows exactly as the row-sparse gradient of the same reads would."""
+    (s_table, s_head), (d_table, d_head) = _pair(True), _pair(False)
+    sparse = RowSparseAdamW([*s_table.parameters(), *s_head.parameters()], lr=1e-2, weight_decay=0.1)
+    lazy = RowSparseAdamW([*d_table.parameters(), *d_head.parameters()], lr=1e-2, weight_decay=0.1,
+                          lazy_rows=[d_table.weight])
+    start = d_table.weight.detach().clone()
+    for ids in (torch.tensor([0, 3, 3, 7]), torch.tensor([3, 9, 12]), torch.tensor([0, 1])):
+        for table, head, opt in ((s_table, s_head, sparse), (d_table, d_head, lazy)):
+            opt.zero_grad()
+            _backward(table, head, ids)
+            opt.step()
+    assert not d_table.weight.grad.is_sparse
+    torch.testing.assert_close(d_table.weight, s_table.weight, rtol=0, atol=0)
+    torch.testing.assert_close(lazy.state[d_table.weight]["exp_avg"], sparse.state[s_table.weight]["exp_avg"],
+                               rtol=0, atol=0)
+    torch.testing.assert_close(d_head.weight, s_head.weight, rtol=0, atol=0)
+    never = torch.ones(VOCAB, dtype=torch.bool)
+    never[[0, 1, 3, 7, 9, 12]] = False
+    assert torch.equal(d_table.weight[never], start[never])  # weight decay too waits for a row's read
+
+
+def test_lazy_rows_must_be_the_optimizers_own():
+    with pytest.raises(ValueError, match="lazy_rows"):
+        RowSparseAdamW(torch.nn.Linear(2, 2).parameters(), lazy_rows=[torch.nn.Parameter(torch.zeros(2, 2))])

@@ -228,16 +228,6 @@ def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
     assert all(np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0 for h in history)
 
 
-def test_sparse_embeddings_refuse_several_processes(teacher, data, tmp_path):
-    model, tok = _student(teacher)
-    args = DistillationTrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=1,
-                                         remove_unused_columns=False, sparse_embeddings=True)
-    with mock.patch.object(DistillationTrainingArguments, "world_size", new_callable=mock.PropertyMock,
-                           return_value=2), pytest.raises(ValueError, match="one process"):
-        DistillationTrainer(model=model, args=args, train_dataset=data[0],
-                            data_collator=TrajectoryCollator(tok.pad_token_id))
-
-
 @pytest.mark.parametrize("bad, message", [({"freeze_embeddings": True}, "frozen token table"),
                                           ({"fp16": True}, "fp16"), ({"optim": "sgd"}, "not AdamW")])
 def test_sparse_embeddings_refuse_what_they_cannot_do(teacher, data, tmp_path, bad, message):
@@ -584,6 +574,21 @@ def test_two_processes_train_identical_weights(tmp_path):
     # Throughput from the steps taken (the clock, not max_steps, ended the run): 2 ranks x 8 rows per step.
     assert 0 < train["train_samples_per_second"] == pytest.approx(16 * train["train_steps_per_second"], rel=1e-3)
     assert train["train_samples_per_second"] < 1e5
+
+
+def test_two_processes_train_the_token_table_row_sparse(tmp_path):
+    """`--sparse_embeddings` under DDP: the table's gradient crosses dense, both ranks keep identical weights, and
+    with weight decay (which moves every row under a dense AdamW) only rows of the training texts move."""
+    cmd = [*ACCELERATE, "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
+           "no", "--dynamo_backend", "no", str(RANK_SCRIPT),
+           *_distill_args(tmp_path / "out", tmp_path / "cache", "--save_strategy", "no", "--sparse_embeddings",
+                          "true", "--weight_decay", "0.1", "--bf16", "false")]
+    run = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-4000:]
+    lines = re.findall(r"RANK (\d) WORLD (\d) SHA (\w+) .* MOVED (\d+) UNREAD_MOVED (\d+)", run.stdout)
+    assert sorted(line[0] for line in lines) == ["0", "1"], run.stdout[-2000:]
+    assert {line[1] for line in lines} == {"2"} and len({line[2] for line in lines}) == 1
+    assert all(int(moved) > 10 and unread == "0" for *_, moved, unread in lines), lines
 
 
 def test_interrupted_run_resumes_to_the_same_weights(tmp_path):

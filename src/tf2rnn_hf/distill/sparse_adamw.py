@@ -5,8 +5,11 @@ A batch of 64 texts reads a few thousand of the table's 30,522 rows, but a dense
 step of a one-layer student (docs/experiments.md). With `nn.Embedding(sparse=True)` the gradient holds only the
 rows read; this optimizer updates those rows' moments and weights with AdamW's arithmetic and leaves the rest,
 moments included, where they were (TensorFlow Addons' LazyAdam, PyTorch's SparseAdam with AdamW's decoupled
-weight decay). Dense gradients take `torch.optim.AdamW`'s own path, fused or foreach as configured.
-`clip_grad_norm_` clips a mix of dense and sparse gradients, which torch's has no kernel for.
+weight decay). Dense gradients take `torch.optim.AdamW`'s own path, fused or foreach as configured, except for
+the parameters named `lazy_rows`: their dense gradient is applied lazily to its nonzero rows. That is how several
+processes train the table: DDP all-reduces its gradient dense (NCCL has no sparse all-reduce), and the rows that
+come back nonzero are the rows some process read. `clip_grad_norm_` clips a mix of dense and sparse gradients,
+which torch's has no kernel for.
 """
 
 import math
@@ -23,11 +26,17 @@ class RowSparseAdamW(torch.optim.AdamW):
     parameter's steps, not the row's, as SparseAdam does. The optimizer state has AdamW's keys
     (`step`, `exp_avg`, `exp_avg_sq`), so checkpoints load into either."""
 
-    def __init__(self, params, *args, **kwargs):
+    def __init__(self, params, *args, lazy_rows: Iterable[torch.Tensor] = (), **kwargs):
+        """`lazy_rows`: parameters (2-d) whose dense gradient updates only its nonzero rows, as a sparse one would
+        (a read row whose gradient sums to exactly zero is skipped, where the sparse update would decay it)."""
         if kwargs.get("amsgrad") or kwargs.get("maximize") or kwargs.get("capturable") or kwargs.get("differentiable"):
             raise ValueError("RowSparseAdamW supports AdamW's plain update: amsgrad, maximize, capturable and "
                              "differentiable are not implemented for its sparse rows.")
         super().__init__(params, *args, **kwargs)
+        self._lazy_rows = {id(p) for p in lazy_rows}  # by identity: tensors compare element-wise
+        owned = {id(p) for group in self.param_groups for p in group["params"]}
+        if not self._lazy_rows <= owned:
+            raise ValueError("lazy_rows names a parameter this optimizer does not update.")
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], float]] = None):
@@ -39,10 +48,18 @@ class RowSparseAdamW(torch.optim.AdamW):
         held = []
         for group in self.param_groups:
             for p in group["params"]:
-                if p.grad is not None and p.grad.is_sparse:
-                    self._sparse_step(group, p, p.grad)
-                    held.append((p, p.grad))
-                    p.grad = None  # AdamW's step skips a parameter without a gradient
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    grad = p.grad.coalesce()  # repeated rows summed, as a dense gradient would hold them
+                    self._sparse_step(group, p, grad.indices()[0], grad.values())
+                elif id(p) in self._lazy_rows:
+                    rows = p.grad.ne(0).any(dim=1).nonzero().squeeze(1)
+                    self._sparse_step(group, p, rows, p.grad.index_select(0, rows))
+                else:
+                    continue
+                held.append((p, p.grad))
+                p.grad = None  # AdamW's step skips a parameter without a gradient
         try:
             super().step()
         finally:
@@ -50,9 +67,8 @@ class RowSparseAdamW(torch.optim.AdamW):
                 p.grad = grad
         return loss
 
-    def _sparse_step(self, group: dict, p: torch.Tensor, grad: torch.Tensor) -> None:
-        grad = grad.coalesce()  # repeated rows summed, as a dense gradient would hold them
-        rows, values = grad.indices()[0], grad.values()
+    def _sparse_step(self, group: dict, p: torch.Tensor, rows: torch.Tensor, values: torch.Tensor) -> None:
+        """AdamW's update of `rows` (distinct) of `p`, whose gradient there is `values`; the other rows wait."""
         state = self.state[p]
         if not state:
             state["step"] = torch.tensor(0.0, dtype=torch.float32)

@@ -74,7 +74,8 @@ class DistillationTrainer(Trainer):
                              "build_student(..., state_lift=True) (gru/lstm cells).")
 
     def _use_row_sparse_embeddings(self) -> None:
-        """The token table's update made lazy (`--sparse_embeddings`); `train` makes its gradient sparse."""
+        """The token table's update made lazy (`--sparse_embeddings`). In one process `train` makes its gradient
+        sparse; across processes it stays dense for DDP's all-reduce and the optimizer updates its nonzero rows."""
         table = self.model.get_input_embeddings()
         if not isinstance(table, torch.nn.Embedding):
             raise ValueError(f"sparse_embeddings needs an nn.Embedding token table, got {type(table).__name__}.")
@@ -86,10 +87,9 @@ class DistillationTrainer(Trainer):
             raise ValueError(f"sparse_embeddings updates with AdamW's arithmetic; --optim {self.args.optim} "
                              "is not AdamW (use adamw_torch or adamw_torch_fused).")
         if self.args.world_size > 1:
-            # NCCL has no sparse all-reduce, and gloo's crashed a two-process CPU test once in three (SIGSEGV).
-            raise ValueError("sparse_embeddings trains in one process (each process's own cores); DDP's all-reduce of "
-                             "a sparse gradient is not supported here. Pass --sparse_embeddings false to train "
-                             f"on {self.args.world_size} processes.")
+            # NCCL has no sparse all-reduce, and gloo's crashed a two-process CPU test once in three (SIGSEGV): the
+            # table's gradient crosses dense, and the rows that come back nonzero are the rows some process read.
+            kwargs = {**kwargs, "lazy_rows": [table.weight]}
         self.optimizer_cls_and_kwargs = (RowSparseAdamW, kwargs)
 
     def _clip_grad_norm(self, model):
@@ -130,7 +130,9 @@ class DistillationTrainer(Trainer):
 
     def train(self, *args, **kwargs):
         # A sparse gradient only while this trainer trains: another optimizer given the model later would refuse it.
-        table = self.model.get_input_embeddings() if self.args.sparse_embeddings else None
+        # Several processes keep it dense (see _use_row_sparse_embeddings).
+        one_process = self.args.sparse_embeddings and self.args.world_size == 1
+        table = self.model.get_input_embeddings() if one_process else None
         was_sparse = table is not None and table.sparse
         if table is not None:
             table.sparse = True

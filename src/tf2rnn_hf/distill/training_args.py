@@ -47,7 +47,8 @@ class DistillationTrainingArguments(TrainingArguments):
     sparse_embeddings: bool = field(default=False, metadata={
         "help": "Train the token table row-sparse: its gradient holds only the rows a batch reads, and AdamW "
                 "moves only those rows (RowSparseAdamW, lazy Adam). A dense update of its 11.7M parameters is a "
-                "third of a one-layer student's bf16 CPU step. One training process only."})
+                "third of a one-layer student's bf16 CPU step. Across processes (DDP) the gradient crosses dense and "
+                "the rows it holds nonzero, those some process read, are updated."})
     train_minutes: Optional[float] = field(default=None, metadata={
         "help": "Train for this long (wall clock); the loss schedule and learning rate follow the clock."})
 
