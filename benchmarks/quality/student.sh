@@ -889,3 +889,11 @@ train tova-l3-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at
 # three whole layers, in one run (the shapes of the session-22 loop above).
 [ -f "$OUT/student-speed-v35.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v35.json" \
   --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l3
+# Where those keystrokes go there: the fused step against the stream's Python, and the step's sections.
+[ -f benchmarks/probes/results/keystroke-overhead-s46-zen4.json ] || $PY benchmarks/probes/keystroke_overhead.py \
+  outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 --threads 2 \
+  --output benchmarks/probes/results/keystroke-overhead-s46-zen4.json
+[ -f benchmarks/probes/results/kernel-sections-s46-zen4.txt ] || for m in shape-l1 shape-l3; do
+  echo "## outputs/$m, --threads 2"
+  $PY benchmarks/probes/kernel_sections.py "outputs/$m" --threads 2 2>&1 | grep -v "Loading weights"
+done > benchmarks/probes/results/kernel-sections-s46-zen4.txt
