@@ -897,3 +897,8 @@ train tova-l3-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at
   echo "## outputs/$m, --threads 2"
   $PY benchmarks/probes/kernel_sections.py "outputs/$m" --threads 2 2>&1 | grep -v "Loading weights"
 done > benchmarks/probes/results/kernel-sections-s46-zen4.txt
+# Two whole layers by the release's recipe on the Zen 4 host (300,000 texts, 45 minutes, bf16, row-sparse table; the
+# trajectories the tf2rnn-minilm-l3 job cached): the depth curve at the recipe, one layer 0.918 / 0.596 / 78.00 and
+# three 0.949 / 0.694 / 80.47, where two layers cost 115x / 298x per keystroke (v35).
+train tova-l2-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-atb34ba2a --num_hidden_layers 2 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45
