@@ -756,7 +756,9 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               # Session 46: the release's whole recipe for three whole layers (release.sh, from an empty cache), on an
               # AVX512-BF16 host without AMX (Zen 4); a release file holds its training run under "distill".
               ("3 whole layers, 300,000 texts, 45 min, the release's recipe on a Zen 4 host (tf2rnn-minilm-l3)", "l3",
-               "release-tf2rnn-minilm-l3"))
+               "release-tf2rnn-minilm-l3"),
+              ("2 whole layers, the same recipe and host (student.sh)", "l2",
+               "student-tova-l2-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-atb34ba2a"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35")
 
 
