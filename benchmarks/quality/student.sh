@@ -902,3 +902,8 @@ done > benchmarks/probes/results/kernel-sections-s46-zen4.txt
 # three 0.949 / 0.694 / 80.47, where two layers cost 115x / 298x per keystroke (v35).
 train tova-l2-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-atb34ba2a --num_hidden_layers 2 \
   "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45
+# Session 47: the middle tier's recipe missed 0.95 final cosine by 0.0015 (0.9485) at lr 3e-4, the rate six layers
+# chose at batch 64 (1e-3 fell below 1e-4 there). On a GPU at batch 256 two whole layers took 1e-3 as well as 6e-4 in
+# fewer epochs. Three whole layers at 5e-4 (the sqrt-of-batch equivalent of 1e-3 at 256), the recipe otherwise.
+train tova-l3-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at4f1105c --num_hidden_layers 3 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
