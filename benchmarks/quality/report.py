@@ -67,7 +67,7 @@ SCALE_RUNS = {
     "gpu-h200-inherited-fast-l3": "1 H200 shared by 2 runs, 5.2 min",
     "gpu-h200-inherited-fast-l2-lr1e-3": "1 H200 shared by 2 runs, 5.2 min",
     # Session 46: three whole layers by release.sh from an empty cache, on a host new to the project.
-    "release-tf2rnn-minilm-l3": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table), 45 min",
+    "release-tf2rnn-minilm-l3-lr3e-4": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table), 45 min",
 }
 
 
@@ -126,7 +126,7 @@ def transfer_peer_table() -> str:
                                                     ("student (tf2rnn-minilm-l3-gpu: three inherited layers, one H200)",
                                                      "gpu-h200-inherited-fast-l3-eval"),
                                                     ("student (tf2rnn-minilm-l3: three inherited layers, 2 CPU cores)",
-                                                     "release-tf2rnn-minilm-l3"))}
+                                                     "release-tf2rnn-minilm-l3-lr3e-4"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -461,7 +461,7 @@ def transfer_table() -> str:
                             ("H200 fast tier", "transfer-released-fast-gpu"),
                             ("H200 two layers", "transfer-released-l2-gpu"),
                             ("H200 three layers", "transfer-released-l3-gpu"),
-                            ("CPU three layers", "transfer-released-l3")):
+                            ("CPU three layers, lr 3e-4", "transfer-released-l3-lr3e-4")):
             released = load(f"{file}-{source}")
             if not released:
                 continue
@@ -756,7 +756,7 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               # Session 46: the release's whole recipe for three whole layers (release.sh, from an empty cache), on an
               # AVX512-BF16 host without AMX (Zen 4); a release file holds its training run under "distill".
               ("3 whole layers, 300,000 texts, 45 min, the release's recipe on a Zen 4 host (tf2rnn-minilm-l3)", "l3",
-               "release-tf2rnn-minilm-l3"),
+               "release-tf2rnn-minilm-l3-lr3e-4"),
               ("2 whole layers, the same recipe and host (student.sh)", "l2",
                "student-tova-l2-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-atb34ba2a"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35")
