@@ -68,6 +68,8 @@ SCALE_RUNS = {
     "gpu-h200-inherited-fast-l2-lr1e-3": "1 H200 shared by 2 runs, 5.2 min",
     # Session 46: three whole layers by release.sh from an empty cache, on a host new to the project.
     "release-tf2rnn-minilm-l3-lr3e-4": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table), 45 min",
+    # Session 47: the same at lr 5e-4, on the same host, its trajectories cached by session 46's run.
+    "release-tf2rnn-minilm-l3": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 5e-4), 45 min",
 }
 
 
@@ -125,8 +127,10 @@ def transfer_peer_table() -> str:
                                                      "gpu-h200-inherited-fast-l2-lr6e-4-eval"),
                                                     ("student (tf2rnn-minilm-l3-gpu: three inherited layers, one H200)",
                                                      "gpu-h200-inherited-fast-l3-eval"),
+                                                    ("student (three inherited layers, 2 CPU cores, lr 3e-4)",
+                                                     "release-tf2rnn-minilm-l3-lr3e-4"),
                                                     ("student (tf2rnn-minilm-l3: three inherited layers, 2 CPU cores)",
-                                                     "release-tf2rnn-minilm-l3-lr3e-4"))}
+                                                     "release-tf2rnn-minilm-l3"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -456,12 +460,13 @@ def transfer_table() -> str:
         # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
         # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
         # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
-        # alike; three whole layers released from 2 CPU cores (300,000 drawn across all five).
+        # alike; three whole layers released from 2 CPU cores (300,000 drawn across all five; lr 3e-4, then 5e-4).
         for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru"),
                             ("H200 fast tier", "transfer-released-fast-gpu"),
                             ("H200 two layers", "transfer-released-l2-gpu"),
                             ("H200 three layers", "transfer-released-l3-gpu"),
-                            ("CPU three layers, lr 3e-4", "transfer-released-l3-lr3e-4")):
+                            ("CPU three layers, lr 3e-4", "transfer-released-l3-lr3e-4"),
+                            ("CPU three layers", "transfer-released-l3")):
             released = load(f"{file}-{source}")
             if not released:
                 continue
@@ -755,10 +760,15 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
                "student-tova-l3-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at5648abb"),
               # Session 46: the release's whole recipe for three whole layers (release.sh, from an empty cache), on an
               # AVX512-BF16 host without AMX (Zen 4); a release file holds its training run under "distill".
-              ("3 whole layers, 300,000 texts, 45 min, the release's recipe on a Zen 4 host (tf2rnn-minilm-l3)", "l3",
+              ("3 whole layers, 300,000 texts, 45 min, the release's recipe (lr 3e-4) on a Zen 4 host", "l3",
                "release-tf2rnn-minilm-l3-lr3e-4"),
               ("2 whole layers, the same recipe and host (student.sh)", "l2",
-               "student-tova-l2-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-atb34ba2a"))
+               "student-tova-l2-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-atb34ba2a"),
+              # Session 47: three whole layers by the same recipe at lr 5e-4, twice: student.sh, then release.sh (the
+              # middle tier's card, trajectories cached by session 46's run).
+              ("3 whole layers, the same recipe and host at lr 5e-4 (student.sh)", "l3",
+               "student-tova-l3-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at4f1105c"),
+              ("the same again by release.sh (tf2rnn-minilm-l3)", "l3", "release-tf2rnn-minilm-l3"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35")
 
 
