@@ -907,3 +907,7 @@ train tova-l2-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-fin
 # fewer epochs. Three whole layers at 5e-4 (the sqrt-of-batch equivalent of 1e-3 at 256), the recipe otherwise.
 train tova-l3-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at4f1105c --num_hidden_layers 3 \
   "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
+# Then release.sh ran the same at lr 5e-4 as the middle tier's card (`NAME=tf2rnn-minilm-l3 PRESET=inherited-fast
+# EXTRA="--num_hidden_layers 3 --learning_rate 5e-4"`). One step further up the rate, 7e-4: where does it turn?
+train tova-l3-bf16-sparse-sampled300k-stride3-45min-lr7e-4-grouped-posweight-final4-at4f1105c --num_hidden_layers 3 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 7e-4
