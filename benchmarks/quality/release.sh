@@ -8,6 +8,9 @@
 #     300,000 sentences drawn across sources (150,000 until session 44), a target at every third prefix, trained in
 #     one process with both cores and the row-sparse token table (as student.sh's rows of it were). Its release ran
 #     on an AVX512-VNNI + AMX CPU (bf16 by default there); on an AVX2 CPU, TRAIN_TEXTS=150000 keeps it in 90 minutes.
+#   tf2rnn-minilm-l3: the middle tier, three whole inherited layers by the same recipe at lr 5e-4 (session 47):
+#     NAME=tf2rnn-minilm-l3 PRESET=inherited-fast EXTRA="--num_hidden_layers 3 --learning_rate 5e-4". Its lr 3e-4 run
+#     (session 46, from an empty cache) is kept as results/release-tf2rnn-minilm-l3-lr3e-4.json.
 #   tf2rnn-minilm-gru: the GRU-768 released before it, 200,000 sentences (the corpus's first rows), every prefix;
 #     DDP training on two processes. Its results and card stay as release-tf2rnn-minilm-gru.json and model_cards/.
 #   tf2rnn-minilm-long: the GRU with half the sentences joined into 100+-token passages (a target every 4th prefix),
