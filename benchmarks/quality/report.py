@@ -768,7 +768,9 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               # middle tier's card, trajectories cached by session 46's run).
               ("3 whole layers, the same recipe and host at lr 5e-4 (student.sh)", "l3",
                "student-tova-l3-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at4f1105c"),
-              ("the same again by release.sh (tf2rnn-minilm-l3)", "l3", "release-tf2rnn-minilm-l3"))
+              ("the same again by release.sh (tf2rnn-minilm-l3)", "l3", "release-tf2rnn-minilm-l3"),
+              ("3 whole layers, the same recipe and host at lr 7e-4 (student.sh)", "l3",
+               "student-tova-l3-bf16-sparse-sampled300k-stride3-45min-lr7e-4-grouped-posweight-final4-at4f1105c"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35")
 
 
