@@ -66,6 +66,10 @@ SCALE_RUNS = {
     # workers, in the same call).
     "gpu-h200-inherited-fast-l3": "1 H200 shared by 2 runs, 5.2 min",
     "gpu-h200-inherited-fast-l2-lr1e-3": "1 H200 shared by 2 runs, 5.2 min",
+    # Session 48: four and six whole layers side by side for 3.85 minutes (the trajectory pass slower beside a check of
+    # the row-sparse table on the GPU).
+    "gpu-h200-inherited-fast-l4": "1 H200 shared by 2 runs, 3.85 min",
+    "gpu-h200-inherited-fast-l6": "1 H200 shared by 2 runs, 3.85 min",
     # Session 46: three whole layers by release.sh from an empty cache, on a host new to the project.
     "release-tf2rnn-minilm-l3-lr3e-4": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table), 45 min",
     # Session 47: the same at lr 5e-4, on the same host, its trajectories cached by session 46's run.
@@ -827,8 +831,10 @@ GPU_DEPTH = (("1 layer, lr 6e-4, 6.5 min (session 36; tf2rnn-minilm-fast-gpu)", 
              ("2 whole layers, lr 6e-4, 5.7 min (session 44; tf2rnn-minilm-l2-gpu)", "l2",
               "gpu-h200-inherited-fast-l2-lr6e-4"),
              ("2 whole layers, lr 1e-3, 5.2 min (session 45)", "l2", "gpu-h200-inherited-fast-l2-lr1e-3"),
-             ("3 whole layers, lr 6e-4, 5.2 min (session 45; tf2rnn-minilm-l3-gpu)", "l3", "gpu-h200-inherited-fast-l3"))
-GPU_DEPTH_SPEED = ("student-speed-v33", "student-speed-v34", "student-speed-v35")
+             ("3 whole layers, lr 6e-4, 5.2 min (session 45; tf2rnn-minilm-l3-gpu)", "l3", "gpu-h200-inherited-fast-l3"),
+             ("4 whole layers, lr 6e-4, 3.85 min (session 48)", "l4", "gpu-h200-inherited-fast-l4"),
+             ("6 whole layers, causal, lr 6e-4, 3.85 min (session 48)", "l6", "gpu-h200-inherited-fast-l6"))
+GPU_DEPTH_SPEED = ("student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36")
 
 
 def gpu_depth_table() -> str:
@@ -848,7 +854,7 @@ def gpu_depth_table() -> str:
     return format_table(rows, "Depth at GPU scale (gpu.sh, one lent H200 per session shared by two runs, 470,000 "
                               "texts, a target every third prefix, batches of 256): `tf2rnn evaluate` here on the "
                               "1,000 held-out texts across sources; per keystroke, int8, batch 1, against the "
-                              "teacher on 2 CPU cores (v33-v34: the AVX512-VNNI + AMX host; v35: the Zen 4 host), the shapes of one "
+                              "teacher on 2 CPU cores (v33-v34: the AVX512-VNNI + AMX host; v35-v36: the Zen 4 host), the shapes of one "
                               "speed run timed together (a blank: not timed in that run)") if rows else ""
 
 

@@ -911,3 +911,25 @@ train tova-l3-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-fin
 # EXTRA="--num_hidden_layers 3 --learning_rate 5e-4"`). One step further up the rate, 7e-4: where does it turn?
 train tova-l3-bf16-sparse-sampled300k-stride3-45min-lr7e-4-grouped-posweight-final4-at4f1105c --num_hidden_layers 3 \
   "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 7e-4
+# Session 48: on this Zen 4 host three whole layers gained +0.0025 final cosine / +0.006 NA@10 from lr 3e-4 to 5e-4
+# and nothing more at 7e-4. Does the released one layer gain from 5e-4 too? Its recipe ran at 3e-4 on the AMX host
+# (0.918 / 0.596 / 78.00, 7.23 epochs), so both rates run here, one after the other, alone.
+train tova-l1-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at49b681e --num_hidden_layers 1 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
+train tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at49b681e --num_hidden_layers 1 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45
+# Session 48: a lent H200 trained four and six whole causal layers (gpu-h200-inherited-fast-l4, -l6). What a
+# keystroke costs at those depths on this Zen 4 host, beside one and three layers, in one run (fresh students of
+# each shape, as the session-22 loop builds them).
+for shape in l4 l6; do
+  [ -d "outputs/shape-$shape" ] || SHAPE=$shape $PY - <<'PY'
+import os
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(os.environ["SHAPE"][1:]),
+                                 num_slots=128, pooling_position_exponent=1.0)
+save_student(model, tokenizer, f"outputs/shape-{os.environ['SHAPE']}")
+PY
+done
+[ -f "$OUT/student-speed-v36.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v36.json" \
+  --compare outputs/shape-l1 outputs/shape-l3 outputs/shape-l4 outputs/shape-l6
