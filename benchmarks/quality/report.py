@@ -108,7 +108,7 @@ def transfer_peer_table() -> str:
     `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
     that GRU before it drew across sources; release.json and release-s35.json (its recipe before session 44);
     release-tf2rnn-minilm-gru.json: the GRU-768 released
-    before it; gpu-h200-inherited-fast-*-eval.json: the released shape and two- and three-layer shapes trained on a
+    before it; gpu-h200-inherited-fast-*-eval.json: the released shape and two- to six-layer shapes trained on a
     lent H200),
     the peer from
     benchmarks/peers/model2vec.sh."""
@@ -131,6 +131,10 @@ def transfer_peer_table() -> str:
                                                      "gpu-h200-inherited-fast-l2-lr6e-4-eval"),
                                                     ("student (tf2rnn-minilm-l3-gpu: three inherited layers, one H200)",
                                                      "gpu-h200-inherited-fast-l3-eval"),
+                                                    ("student (four inherited layers, one H200)",
+                                                     "gpu-h200-inherited-fast-l4-eval"),
+                                                    ("student (tf2rnn-minilm-l6-gpu: six causal inherited layers, "
+                                                     "one H200)", "gpu-h200-inherited-fast-l6-eval"),
                                                     ("student (three inherited layers, 2 CPU cores, lr 3e-4)",
                                                      "release-tf2rnn-minilm-l3-lr3e-4"),
                                                     ("student (tf2rnn-minilm-l3: three inherited layers, 2 CPU cores)",
@@ -464,11 +468,12 @@ def transfer_table() -> str:
         # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
         # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
         # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
-        # alike; three whole layers released from 2 CPU cores (300,000 drawn across all five; lr 3e-4, then 5e-4).
+        # alike (six causal ones since session 48); three whole layers released from 2 CPU cores (300,000 drawn across all five; lr 3e-4, then 5e-4).
         for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru"),
                             ("H200 fast tier", "transfer-released-fast-gpu"),
                             ("H200 two layers", "transfer-released-l2-gpu"),
                             ("H200 three layers", "transfer-released-l3-gpu"),
+                            ("H200 six causal layers", "transfer-released-l6-gpu"),
                             ("CPU three layers, lr 3e-4", "transfer-released-l3-lr3e-4"),
                             ("CPU three layers", "transfer-released-l3")):
             released = load(f"{file}-{source}")
@@ -774,8 +779,13 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
                "student-tova-l3-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at4f1105c"),
               ("the same again by release.sh (tf2rnn-minilm-l3)", "l3", "release-tf2rnn-minilm-l3"),
               ("3 whole layers, the same recipe and host at lr 7e-4 (student.sh)", "l3",
-               "student-tova-l3-bf16-sparse-sampled300k-stride3-45min-lr7e-4-grouped-posweight-final4-at4f1105c"))
-THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35")
+               "student-tova-l3-bf16-sparse-sampled300k-stride3-45min-lr7e-4-grouped-posweight-final4-at4f1105c"),
+              # Session 48: one layer by the release's recipe on the Zen 4 host, at the preset's rate and at 5e-4.
+              ("1 layer, the same recipe and host at lr 3e-4 (student.sh)", "l1",
+               "student-tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at49b681e"),
+              ("1 layer, the same at lr 5e-4 (student.sh)", "l1",
+               "student-tova-l1-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at49b681e"))
+THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36")
 
 
 def _evaluated(name: str):
@@ -814,13 +824,13 @@ def thin_depth_table() -> str:
         evaluation, trained = _evaluated(name)
         if evaluation:
             rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, trained)}
-    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41, 44 and 45; release.sh, session 46): "
+    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-48; release.sh, sessions 46-47): "
                               "inherited layers keeping their most important feed-forward neurons "
                               "(`--intermediate_size`, refitted), the teacher's last layer alone or layers evenly "
                               "spaced up to it; the depth rows' recipe and `make distill`'s, each on the AVX512-VNNI + "
                               "AMX host of its control unless the row names another; per keystroke, int8, batch 1, "
                               "against the teacher, the shapes of one speed run timed together (v32-v34 on the AMX "
-                              "host, v35 on the Zen 4 host; a blank: not timed in that run)") if rows else ""
+                              "host, v35-v36 on the Zen 4 host; a blank: not timed in that run)") if rows else ""
 
 
 # Depth at GPU scale (gpu.sh on lent H200s, 470,000 texts, the fast tier's recipe at batch 256): (label, the shape the

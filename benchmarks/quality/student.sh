@@ -933,3 +933,14 @@ PY
 done
 [ -f "$OUT/student-speed-v36.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v36.json" \
   --compare outputs/shape-l1 outputs/shape-l3 outputs/shape-l4 outputs/shape-l6
+# v36: six causal layers cost 58x / 132x at 64 / 256 tokens here. The card student's shape (six layers, eight open
+# tokens) was last timed on the AMX host (session 38): the two six-layer shapes side by side on this host.
+[ -d outputs/shape-l6-open8 ] || $PY - <<'PY'
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=6, num_slots=128, open_tokens=8,
+                                 pooling_position_exponent=1.0)
+save_student(model, tokenizer, "outputs/shape-l6-open8")
+PY
+[ -f "$OUT/student-speed-v37.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v37.json" \
+  --compare outputs/shape-l1 outputs/shape-l6 outputs/shape-l6-open8
