@@ -63,8 +63,8 @@ case "$CELL" in
        MODEL=(--hidden_size "$HIDDEN" --per_device_train_batch_size 256 --learning_rate 3e-3 --transition_until 0.3
               --anneal 0.2) ;;
   inherited) MODEL=(--preset inherited-long) ;;
-  # The row-sparse table is a CPU lever: on one H200 (session 48, 150 steps beside other work) it ran, but slower
-  # than the dense update and at a higher loss (0.131 against 0.117), so the GPU keeps the dense one.
+  # The row-sparse table is a CPU lever: on one H200 (session 48, 150 steps each way) it ran, but at a higher loss
+  # per step than the dense update (0.131 against 0.117), whose step a GPU makes cheap: the GPU keeps the dense one.
   inherited-fast) MODEL=(--preset inherited-fast --sparse_embeddings false) ;;
   *) echo "CELL must be gru, inherited or inherited-fast, not $CELL" >&2; exit 2 ;;
 esac

@@ -468,7 +468,8 @@ def transfer_table() -> str:
         # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
         # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
         # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
-        # alike (six causal ones since session 48); three whole layers released from 2 CPU cores (300,000 drawn across all five; lr 3e-4, then 5e-4).
+        # alike (six causal ones since session 48); three whole layers released from 2 CPU cores (300,000 drawn
+        # across all five; lr 3e-4, then 5e-4).
         for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru"),
                             ("H200 fast tier", "transfer-released-fast-gpu"),
                             ("H200 two layers", "transfer-released-l2-gpu"),
