@@ -46,6 +46,27 @@ distill_row() {  # NAME -- distill args: train outputs/student-NAME (its in-trai
   fi
 }
 
+shapes() {  # SHAPE...: a fresh student of each shape in outputs/shape-SHAPE (gru768, lN or lN-openK), for speed runs:
+  # speed does not depend on the weights' values (TOVA evicts by them, but a full cache costs the same whichever slot
+  # goes), so the quality of each shape comes from its trained rows.
+  local shape
+  for shape in "$@"; do
+    [ -d "outputs/shape-$shape" ] || SHAPE=$shape $PY - <<'PY'
+import os
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+shape = os.environ["SHAPE"]
+if shape == "gru768":  # the quick preset's student
+    model, tokenizer = build_student(hidden_size=768)
+else:
+    layers, _, open_tokens = shape[1:].partition("-open")
+    model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(layers), num_slots=128,
+                                     open_tokens=int(open_tokens or 1), pooling_position_exponent=1.0)
+save_student(model, tokenizer, f"outputs/shape-{shape}")
+PY
+  done
+}
+
 if [ ! -d outputs/student-tova-l6-stage0 ]; then
   $PY - <<'PY'
 from tf2rnn_hf.distill import build_student
@@ -431,21 +452,7 @@ train tova-l6-sampled150k-stride3-open8-lr3e-4-grouped-posweight-final4-at064aa1
 # eight open tokens, beside the GRU-768 of `make distill`, in one run. Speed does not depend on the weights' values
 # (TOVA evicts by them, but a full cache costs the same whichever slot goes), so these are fresh students of each
 # shape; the quality of each shape comes from its trained rows.
-for shape in gru768 l1 l2 l3 l6 l3-open8 l6-open8; do
-  [ -d "outputs/shape-$shape" ] || SHAPE=$shape $PY - <<'PY'
-import os
-from tf2rnn_hf.distill import build_student
-from tf2rnn_hf.hub import save_student
-shape = os.environ["SHAPE"]
-if shape == "gru768":  # the quick preset's student
-    model, tokenizer = build_student(hidden_size=768)
-else:
-    layers, _, open_tokens = shape[1:].partition("-open")
-    model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(layers), num_slots=128,
-                                     open_tokens=int(open_tokens or 1), pooling_position_exponent=1.0)
-save_student(model, tokenizer, f"outputs/shape-{shape}")
-PY
-done
+shapes gru768 l1 l2 l3 l6 l3-open8 l6-open8
 [ -f "$OUT/student-speed-v21.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v21.json" \
   --compare outputs/shape-gru768 outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 outputs/shape-l6 \
   outputs/shape-l3-open8 outputs/shape-l6-open8
@@ -585,17 +592,7 @@ on_source "$L1_QUICK_NO_FOLDOC" dict-foldoc
   --compare outputs/shape-l1 outputs/shape-l2
 [ -f "$OUT/student-speed-v26.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v26.json" \
   --compare outputs/shape-l1 outputs/shape-l1-open2 outputs/shape-l1-open3 outputs/shape-l1-open4 outputs/shape-l2
-for shape in l1-open2 l1-open3 l1-open4; do
-  [ -d "outputs/shape-$shape" ] || SHAPE=$shape $PY - <<'PY'
-import os
-from tf2rnn_hf.distill import build_student
-from tf2rnn_hf.hub import save_student
-open_tokens = int(os.environ["SHAPE"].partition("-open")[2])
-model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=1, num_slots=128,
-                                 open_tokens=open_tokens, pooling_position_exponent=1.0)
-save_student(model, tokenizer, f"outputs/shape-{os.environ['SHAPE']}")
-PY
-done
+shapes l1-open2 l1-open3 l1-open4
 train tova-l1-open3-quick-lr3e-4-grouped-posweight-final4-at79f1ab7 --num_hidden_layers 1 --open_tokens 3 \
   "${INHERITED_QUICK[@]}"
 train tova-l1-quick-lr3e-4-grouped-posweight-final4-at79f1ab7 --num_hidden_layers 1 "${INHERITED_QUICK[@]}"
@@ -921,26 +918,11 @@ train tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-fin
 # Session 48: a lent H200 trained four and six whole causal layers (gpu-h200-inherited-fast-l4, -l6). What a
 # keystroke costs at those depths on this Zen 4 host, beside one and three layers, in one run (fresh students of
 # each shape, as the session-22 loop builds them).
-for shape in l4 l6; do
-  [ -d "outputs/shape-$shape" ] || SHAPE=$shape $PY - <<'PY'
-import os
-from tf2rnn_hf.distill import build_student
-from tf2rnn_hf.hub import save_student
-model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(os.environ["SHAPE"][1:]),
-                                 num_slots=128, pooling_position_exponent=1.0)
-save_student(model, tokenizer, f"outputs/shape-{os.environ['SHAPE']}")
-PY
-done
+shapes l4 l6
 [ -f "$OUT/student-speed-v36.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v36.json" \
   --compare outputs/shape-l1 outputs/shape-l3 outputs/shape-l4 outputs/shape-l6
 # v36: six causal layers cost 58x / 132x at 64 / 256 tokens here. The card student's shape (six layers, eight open
 # tokens) was last timed on the AMX host (session 38): the two six-layer shapes side by side on this host.
-[ -d outputs/shape-l6-open8 ] || $PY - <<'PY'
-from tf2rnn_hf.distill import build_student
-from tf2rnn_hf.hub import save_student
-model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=6, num_slots=128, open_tokens=8,
-                                 pooling_position_exponent=1.0)
-save_student(model, tokenizer, "outputs/shape-l6-open8")
-PY
+shapes l6-open8
 [ -f "$OUT/student-speed-v37.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v37.json" \
   --compare outputs/shape-l1 outputs/shape-l6 outputs/shape-l6-open8
