@@ -5,8 +5,9 @@
 #   CELL=inherited: the teacher's own layers over a bounded cache, as the CPU card student (--preset
 #     inherited-long: six tova_attention layers, eight open tokens, a target at every third prefix).
 #   CELL=inherited-fast: the released fast tier (--preset inherited-fast: one layer).
-#   The inherited cells keep their preset's recipe (length-grouped batches of 64, lr 3e-4, the last step weighted
-#   4, position-weighted pooling) unless BATCH or LRS say otherwise.
+#   The inherited cells keep their preset's recipe (length-grouped batches of 64, lr 3e-4 for six layers and 5e-4 for
+#   one since session 49, the last step weighted 4, position-weighted pooling) unless BATCH, LRS or SHAPES say
+#   otherwise (every GPU run so far named its rate).
 #   HIDDEN (768)  TEXTS (300000)  MINUTES (5)  OUT (outputs/gpu-$CELL)  NAME (results file name)  BATCH
 #   LRS: learning rates trained side by side on the one GPU after one shared trajectory pass, each its own
 #     process with its share of the loader workers; run i writes $OUT-lr$LR and results/$NAME-lr$LR.json

@@ -6,8 +6,9 @@
 # that table to its card.
 #   tf2rnn-minilm (the default NAME; since 2026-11-26): PRESET=inherited-fast, one layer inherited from the teacher,
 #     300,000 sentences drawn across sources (150,000 until session 44), a target at every third prefix, trained in
-#     one process with both cores and the row-sparse token table (as student.sh's rows of it were). Its release ran
-#     on an AVX512-VNNI + AMX CPU (bf16 by default there); on an AVX2 CPU, TRAIN_TEXTS=150000 keeps it in 90 minutes.
+#     one process with both cores and the row-sparse token table (as student.sh's rows of it were), at lr 5e-4 since
+#     session 49 (its lr 3e-4 release, on an AVX512-VNNI + AMX CPU, is kept as results/release-lr3e-4.json). It
+#     ran on a Zen 4 CPU (AVX512-BF16: bf16 by default there); on an AVX2 CPU, TRAIN_TEXTS=150000 keeps it in 90 minutes.
 #   tf2rnn-minilm-l3: the middle tier, three whole inherited layers by the same recipe at lr 5e-4 (session 47):
 #     NAME=tf2rnn-minilm-l3 PRESET=inherited-fast EXTRA="--num_hidden_layers 3 --learning_rate 5e-4". Its lr 3e-4 run
 #     (session 46, from an empty cache) is kept as results/release-tf2rnn-minilm-l3-lr3e-4.json.

@@ -53,7 +53,9 @@ SCALE_RUNS = {
     "release-tf2rnn-minilm-small": "1 CPU core, 35 min",
     "release-tf2rnn-minilm-gru": "2 CPU cores (DDP), 45 min",
     "release-s35": "2 AVX2 cores (one process), 45 min",
-    "release": "2 AVX512/AMX cores (one process, bf16, row-sparse table), 45 min",
+    # Session 49: the release's recipe at lr 5e-4 on the Zen 4 host; its lr 3e-4 run (AMX host, sessions 44-48).
+    "release-lr3e-4": "2 AVX512/AMX cores (one process, bf16, row-sparse table), 45 min",
+    "release": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 5e-4), 45 min",
     "gpu-h100-gru768": "1 H100, 5 min",
     "gpu-h100-gru1024": "1 H100, 5 min",
     # Two learning rates trained side by side on the one GPU (gpu.sh LRS), each 6.5 minutes.
@@ -106,7 +108,8 @@ def transfer_peer_table() -> str:
     (whole and half sentences), neighbour agreement@10 on held-out sentences and on keystroke prefixes, and
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
     `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
-    that GRU before it drew across sources; release.json and release-s35.json (its recipe before session 44);
+    that GRU before it drew across sources; release.json, release-lr3e-4.json (until session 49) and release-s35.json
+    (its recipe before session 44);
     release-tf2rnn-minilm-gru.json: the GRU-768 released
     before it; gpu-h200-inherited-fast-*-eval.json: the released shape and two- to six-layer shapes trained on a
     lent H200),
@@ -119,6 +122,8 @@ def transfer_peer_table() -> str:
                                                     ("student (make distill, GRU-768, WordNet head)",
                                                      "quick-wordnet-eval"),
                                                     ("student (tf2rnn-minilm)", "release"),
+                                                    ("student (tf2rnn-minilm until session 49: lr 3e-4, AMX host)",
+                                                     "release-lr3e-4"),
                                                     ("student (tf2rnn-minilm, session 35: 150,000 texts on AVX2)",
                                                      "release-s35"),
                                                     ("student (tf2rnn-minilm until 2026-11-26, GRU-768)",
@@ -470,7 +475,9 @@ def transfer_table() -> str:
         # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
         # alike (six causal ones since session 48); three whole layers released from 2 CPU cores (300,000 drawn
         # across all five; lr 3e-4, then 5e-4).
-        for label, file in (("released", "transfer-released"), ("GRU release", "transfer-released-gru"),
+        for label, file in (("released", "transfer-released"), ("released at lr 3e-4 (until session 49)",
+                                                                  "transfer-released-lr3e-4"),
+                            ("GRU release", "transfer-released-gru"),
                             ("H200 fast tier", "transfer-released-fast-gpu"),
                             ("H200 two layers", "transfer-released-l2-gpu"),
                             ("H200 three layers", "transfer-released-l3-gpu"),
@@ -785,7 +792,9 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               ("1 layer, the same recipe and host at lr 3e-4 (student.sh)", "l1",
                "student-tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at49b681e"),
               ("1 layer, the same at lr 5e-4 (student.sh)", "l1",
-               "student-tova-l1-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at49b681e"))
+               "student-tova-l1-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at49b681e"),
+              # Session 49: the preset at lr 5e-4, released by release.sh on the same host (tf2rnn-minilm).
+              ("the same again by release.sh (tf2rnn-minilm since session 49)", "l1", "release"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36")
 
 
