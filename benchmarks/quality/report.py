@@ -143,7 +143,9 @@ def transfer_peer_table() -> str:
                                                     ("student (three inherited layers, 2 CPU cores, lr 3e-4)",
                                                      "release-tf2rnn-minilm-l3-lr3e-4"),
                                                     ("student (tf2rnn-minilm-l3: three inherited layers, 2 CPU cores)",
-                                                     "release-tf2rnn-minilm-l3"))}
+                                                     "release-tf2rnn-minilm-l3"),
+                                                    ("student (tf2rnn-minilm-l6: six causal inherited layers, 2 CPU "
+                                                     "cores)", "tf2rnn-minilm-l6-eval"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -483,7 +485,8 @@ def transfer_table() -> str:
                             ("H200 three layers", "transfer-released-l3-gpu"),
                             ("H200 six causal layers", "transfer-released-l6-gpu"),
                             ("CPU three layers, lr 3e-4", "transfer-released-l3-lr3e-4"),
-                            ("CPU three layers", "transfer-released-l3")):
+                            ("CPU three layers", "transfer-released-l3"),
+                            ("CPU six causal layers", "transfer-released-l6")):
             released = load(f"{file}-{source}")
             if not released:
                 continue
@@ -794,7 +797,10 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               ("1 layer, the same at lr 5e-4 (student.sh)", "l1",
                "student-tova-l1-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at49b681e"),
               # Session 49: the preset at lr 5e-4, released by release.sh on the same host (tf2rnn-minilm).
-              ("the same again by release.sh (tf2rnn-minilm since session 49)", "l1", "release"))
+              ("the same again by release.sh (tf2rnn-minilm since session 49)", "l1", "release"),
+              # Session 49: six whole causal layers by the same recipe and host at lr 3e-4 (card tf2rnn-minilm-l6).
+              ("6 whole causal layers, the same recipe and host at lr 3e-4 (student.sh; tf2rnn-minilm-l6)", "l6",
+               "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at3a17242"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36")
 
 
@@ -834,7 +840,7 @@ def thin_depth_table() -> str:
         evaluation, trained = _evaluated(name)
         if evaluation:
             rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, trained)}
-    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-48; release.sh, sessions 46-47): "
+    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-49; release.sh, sessions 46-49): "
                               "inherited layers keeping their most important feed-forward neurons "
                               "(`--intermediate_size`, refitted), the teacher's last layer alone or layers evenly "
                               "spaced up to it; the depth rows' recipe and `make distill`'s, each on the AVX512-VNNI + "
