@@ -12,6 +12,9 @@
 #   tf2rnn-minilm-l3: the middle tier, three whole inherited layers by the same recipe at lr 5e-4 (session 47):
 #     NAME=tf2rnn-minilm-l3 PRESET=inherited-fast EXTRA="--num_hidden_layers 3 --learning_rate 5e-4". Its lr 3e-4 run
 #     (session 46, from an empty cache) is kept as results/release-tf2rnn-minilm-l3-lr3e-4.json.
+#   tf2rnn-minilm-l6: all six layers, causal, by the same recipe at lr 3e-4, the recipe's second seed (session 50):
+#     NAME=tf2rnn-minilm-l6 PRESET=inherited-fast EXTRA="--num_hidden_layers 6 --learning_rate 3e-4 --seed 1". Its
+#     first (seed 0) is student.sh's session-49 row.
 #   tf2rnn-minilm-gru: the GRU-768 released before it, 200,000 sentences (the corpus's first rows), every prefix;
 #     DDP training on two processes. Its results and card stay as release-tf2rnn-minilm-gru.json and model_cards/.
 #   tf2rnn-minilm-long: the GRU with half the sentences joined into 100+-token passages (a target every 4th prefix),

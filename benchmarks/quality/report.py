@@ -76,6 +76,10 @@ SCALE_RUNS = {
     "release-tf2rnn-minilm-l3-lr3e-4": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table), 45 min",
     # Session 47: the same at lr 5e-4, on the same host, its trajectories cached by session 46's run.
     "release-tf2rnn-minilm-l3": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 5e-4), 45 min",
+    # Session 50: six whole causal layers by the same recipe at lr 3e-4 with --seed 1 (the second seed of session
+    # 49's student.sh row), released as tf2rnn-minilm-l6.
+    "release-tf2rnn-minilm-l6": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 3e-4, seed 1), "
+                                "45 min",
 }
 
 
@@ -145,7 +149,9 @@ def transfer_peer_table() -> str:
                                                     ("student (tf2rnn-minilm-l3: three inherited layers, 2 CPU cores)",
                                                      "release-tf2rnn-minilm-l3"),
                                                     ("student (tf2rnn-minilm-l6: six causal inherited layers, 2 CPU "
-                                                     "cores)", "tf2rnn-minilm-l6-eval"))}
+                                                     "cores)", "release-tf2rnn-minilm-l6"),
+                                                    ("student (the same recipe, seed 0: session 49's student.sh row)",
+                                                     "tf2rnn-minilm-l6-seed0-eval"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -799,8 +805,10 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               # Session 49: the preset at lr 5e-4, released by release.sh on the same host (tf2rnn-minilm).
               ("the same again by release.sh (tf2rnn-minilm since session 49)", "l1", "release"),
               # Session 49: six whole causal layers by the same recipe and host at lr 3e-4 (card tf2rnn-minilm-l6).
-              ("6 whole causal layers, the same recipe and host at lr 3e-4 (student.sh; tf2rnn-minilm-l6)", "l6",
-               "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at3a17242"))
+              ("6 whole causal layers, the same recipe and host at lr 3e-4 (student.sh)", "l6",
+               "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at3a17242"),
+              # Session 50: the same with --seed 1 by release.sh (the card tf2rnn-minilm-l6 since then).
+              ("the same with `--seed 1` by release.sh (tf2rnn-minilm-l6)", "l6", "release-tf2rnn-minilm-l6"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36")
 
 
