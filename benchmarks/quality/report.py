@@ -808,7 +808,9 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               ("6 whole causal layers, the same recipe and host at lr 3e-4 (student.sh)", "l6",
                "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at3a17242"),
               # Session 50: the same with --seed 1 by release.sh (the card tf2rnn-minilm-l6 since then).
-              ("the same with `--seed 1` by release.sh (tf2rnn-minilm-l6)", "l6", "release-tf2rnn-minilm-l6"))
+              ("the same with `--seed 1` by release.sh (tf2rnn-minilm-l6)", "l6", "release-tf2rnn-minilm-l6"),
+              ("6 whole causal layers, the same recipe and host at lr 5e-4 (student.sh)", "l6",
+               "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36")
 
 

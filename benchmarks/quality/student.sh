@@ -935,3 +935,13 @@ train tova-l6-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-fin
 # -> 0.967 / 0.754 / 81.51 (1.96 epochs at 218 samples/s): the three fidelity targets on 2 cores, causally, NA@10 by
 # 0.004 in one run. Copied to outputs/tf2rnn-minilm-l6 and evaluated on every suite as the card tf2rnn-minilm-l6
 # (model_cards/README.md has the commands).
+# Session 50: three layers and one gained from lr 5e-4 over 3e-4 on this host (sessions 47-49). Six whole causal
+# layers at 5e-4 (while release.sh re-ran the lr 3e-4 recipe with --seed 1 as tf2rnn-minilm-l6, the seed check).
+train tova-l6-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608 --num_hidden_layers 6 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
+# -> 0.966 / 0.755 / 81.61 (1.91 epochs at 212 samples/s): level with 3e-4's two seeds (0.967 / 0.754 / 81.51, and
+# 0.967 / 0.752 / 81.55 by release.sh with --seed 1); the release keeps 3e-4.
+# Two whole layers cost 115x / 298x per keystroke on this host (v35), at the 100x / 300x targets' edge, and reached
+# 0.938 / 0.661 / STS-B 79.93 at lr 3e-4 (above). One and three layers gained from 5e-4: does two reach STS-B 80?
+train tova-l2-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608 --num_hidden_layers 2 \
+  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
