@@ -810,7 +810,9 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               # Session 50: the same with --seed 1 by release.sh (the card tf2rnn-minilm-l6 since then).
               ("the same with `--seed 1` by release.sh (tf2rnn-minilm-l6)", "l6", "release-tf2rnn-minilm-l6"),
               ("6 whole causal layers, the same recipe and host at lr 5e-4 (student.sh)", "l6",
-               "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608"))
+               "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608"),
+              ("2 whole layers, the same recipe and host at lr 5e-4 (student.sh)", "l2",
+               "student-tova-l2-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36")
 
 
@@ -850,7 +852,7 @@ def thin_depth_table() -> str:
         evaluation, trained = _evaluated(name)
         if evaluation:
             rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, trained)}
-    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-49; release.sh, sessions 46-49): "
+    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-50; release.sh, sessions 46-50): "
                               "inherited layers keeping their most important feed-forward neurons "
                               "(`--intermediate_size`, refitted), the teacher's last layer alone or layers evenly "
                               "spaced up to it; the depth rows' recipe and `make distill`'s, each on the AVX512-VNNI + "
