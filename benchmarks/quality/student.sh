@@ -863,8 +863,11 @@ train tova-l1-bf16-sparse-sampled300k-stride3-lr3e-4-grouped-posweight-final4-at
   "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000
 # 300,000 texts for 20 minutes (3.45 epochs): 0.912 / 0.578, STS-B 77.96, the dense 150,000-text row's 45 minutes
 # (0.912 / 0.577 / 77.81) in 20. The release's 45 minutes on them, sparse: the candidate for the next release recipe.
+# The release's 2-core recipe (--preset inherited-fast's options as the rows below spell them; each row adds its depth
+# and, where it differs, its rate).
+RELEASE_RECIPE=("${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45)
 train tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at287013b --num_hidden_layers 1 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45
+  "${RELEASE_RECIPE[@]}"
 # Session 44: two layers of 512 neurons each at the fast tier's next recipe (300,000 texts, 45 minutes, bf16 on AMX,
 # the row-sparse table), beside this session's release re-run of one layer on it (release.json). On a lent H200 the
 # shape led one layer by +0.012 / +0.057 (gpu-h200-inherited-fast-l2-512-lr6e-4); session 41's dense 20-minute row
@@ -898,23 +901,23 @@ done > benchmarks/probes/results/kernel-sections-s46-zen4.txt
 # trajectories the tf2rnn-minilm-l3 job cached): the depth curve at the recipe, one layer 0.918 / 0.596 / 78.00 and
 # three 0.949 / 0.694 / 80.47, where two layers cost 115x / 298x per keystroke (v35).
 train tova-l2-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-atb34ba2a --num_hidden_layers 2 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45
+  "${RELEASE_RECIPE[@]}"
 # Session 47: the middle tier's recipe missed 0.95 final cosine by 0.0015 (0.9485) at lr 3e-4, the rate six layers
 # chose at batch 64 (1e-3 fell below 1e-4 there). On a GPU at batch 256 two whole layers took 1e-3 as well as 6e-4 in
 # fewer epochs. Three whole layers at 5e-4 (the sqrt-of-batch equivalent of 1e-3 at 256), the recipe otherwise.
 train tova-l3-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at4f1105c --num_hidden_layers 3 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
+  "${RELEASE_RECIPE[@]}" --learning_rate 5e-4
 # Then release.sh ran the same at lr 5e-4 as the middle tier's card (`NAME=tf2rnn-minilm-l3 PRESET=inherited-fast
 # EXTRA="--num_hidden_layers 3 --learning_rate 5e-4"`). One step further up the rate, 7e-4: where does it turn?
 train tova-l3-bf16-sparse-sampled300k-stride3-45min-lr7e-4-grouped-posweight-final4-at4f1105c --num_hidden_layers 3 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 7e-4
+  "${RELEASE_RECIPE[@]}" --learning_rate 7e-4
 # Session 48: on this Zen 4 host three whole layers gained +0.0025 final cosine / +0.006 NA@10 from lr 3e-4 to 5e-4
 # and nothing more at 7e-4. Does the released one layer gain from 5e-4 too? Its recipe ran at 3e-4 on the AMX host
 # (0.918 / 0.596 / 78.00, 7.23 epochs), so both rates run here, one after the other, alone.
 train tova-l1-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at49b681e --num_hidden_layers 1 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
+  "${RELEASE_RECIPE[@]}" --learning_rate 5e-4
 train tova-l1-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at49b681e --num_hidden_layers 1 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45
+  "${RELEASE_RECIPE[@]}"
 # Session 48: a lent H200 trained four and six whole causal layers (gpu-h200-inherited-fast-l4, -l6). What a
 # keystroke costs at those depths on this Zen 4 host, beside one and three layers, in one run (fresh students of
 # each shape, as the session-22 loop builds them).
@@ -931,19 +934,19 @@ shapes l6-open8
 # (300,000 texts, 45 minutes, bf16, row-sparse table; lr 3e-4, the GPU's 6e-4 at batch 256 scaled by sqrt of the
 # batch, and the rate the six-layer cards train at): what the CPU tier of that student reaches, for the CPU-vs-GPU row.
 train tova-l6-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at3a17242 --num_hidden_layers 6 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45
+  "${RELEASE_RECIPE[@]}"
 # -> 0.967 / 0.754 / 81.51 (1.96 epochs at 218 samples/s): the three fidelity targets on 2 cores, causally, NA@10 by
 # 0.004 in one run. Copied to outputs/tf2rnn-minilm-l6 and evaluated on every suite as the card tf2rnn-minilm-l6
 # (model_cards/README.md has the commands).
 # Session 50: three layers and one gained from lr 5e-4 over 3e-4 on this host (sessions 47-49). Six whole causal
 # layers at 5e-4 (while release.sh re-ran the lr 3e-4 recipe with --seed 1 as tf2rnn-minilm-l6, the seed check).
 train tova-l6-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608 --num_hidden_layers 6 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
+  "${RELEASE_RECIPE[@]}" --learning_rate 5e-4
 # -> 0.966 / 0.755 / 81.61 (1.91 epochs at 212 samples/s): level with 3e-4's two seeds (0.967 / 0.754 / 81.51, and
 # 0.967 / 0.752 / 81.55 by release.sh with --seed 1); the release keeps 3e-4.
 # Two whole layers cost 115x / 298x per keystroke on this host (v35), at the 100x / 300x targets' edge, and reached
 # 0.938 / 0.661 / STS-B 79.93 at lr 3e-4 (above). One and three layers gained from 5e-4: does two reach STS-B 80?
 train tova-l2-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608 --num_hidden_layers 2 \
-  "${DEPTH[@]}" --bf16 true --sparse_embeddings true --max_train_texts 300000 --train_minutes 45 --learning_rate 5e-4
+  "${RELEASE_RECIPE[@]}" --learning_rate 5e-4
 # -> 0.942 / 0.672 / 80.14 (5.10 epochs at 567 samples/s): +0.004 / +0.011 / +0.21 over 3e-4, past STS-B 80 in one
 # run, at 115x / 298x per keystroke (v35).
