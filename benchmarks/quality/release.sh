@@ -9,6 +9,9 @@
 #     one process with both cores and the row-sparse token table (as student.sh's rows of it were), at lr 5e-4 since
 #     session 49 (its lr 3e-4 release, on an AVX512-VNNI + AMX CPU, is kept as results/release-lr3e-4.json). It
 #     ran on a Zen 4 CPU (AVX512-BF16: bf16 by default there); on an AVX2 CPU, TRAIN_TEXTS=150000 keeps it in 90 minutes.
+#   tf2rnn-minilm-l2: two whole inherited layers by the same recipe at lr 5e-4, the recipe's second seed (session 51):
+#     NAME=tf2rnn-minilm-l2 PRESET=inherited-fast EXTRA="--num_hidden_layers 2 --learning_rate 5e-4 --seed 1". Its
+#     first (seed 0) is student.sh's session-50 row.
 #   tf2rnn-minilm-l3: the middle tier, three whole inherited layers by the same recipe at lr 5e-4 (session 47):
 #     NAME=tf2rnn-minilm-l3 PRESET=inherited-fast EXTRA="--num_hidden_layers 3 --learning_rate 5e-4". Its lr 3e-4 run
 #     (session 46, from an empty cache) is kept as results/release-tf2rnn-minilm-l3-lr3e-4.json.
