@@ -80,6 +80,10 @@ SCALE_RUNS = {
     # 49's student.sh row), released as tf2rnn-minilm-l6.
     "release-tf2rnn-minilm-l6": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 3e-4, seed 1), "
                                 "45 min",
+    # Session 51: two whole layers by the same recipe at lr 5e-4 with --seed 1 (the second seed of session 50's
+    # student.sh row), released as tf2rnn-minilm-l2.
+    "release-tf2rnn-minilm-l2": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 5e-4, seed 1), "
+                                "45 min",
 }
 
 
@@ -148,6 +152,8 @@ def transfer_peer_table() -> str:
                                                      "release-tf2rnn-minilm-l3-lr3e-4"),
                                                     ("student (tf2rnn-minilm-l3: three inherited layers, 2 CPU cores)",
                                                      "release-tf2rnn-minilm-l3"),
+                                                    ("student (tf2rnn-minilm-l2: two inherited layers, 2 CPU cores)",
+                                                     "release-tf2rnn-minilm-l2"),
                                                     ("student (tf2rnn-minilm-l6: six causal inherited layers, 2 CPU "
                                                      "cores)", "release-tf2rnn-minilm-l6"),
                                                     ("student (the same recipe, seed 0: session 49's student.sh row)",
@@ -481,8 +487,8 @@ def transfer_table() -> str:
         # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
         # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
         # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
-        # alike (six causal ones since session 48); three whole layers released from 2 CPU cores (300,000 drawn
-        # across all five; lr 3e-4, then 5e-4).
+        # alike (six causal ones since session 48); two, three and six whole layers released from 2 CPU cores (300,000
+        # drawn across all five; three at lr 3e-4, then 5e-4).
         for label, file in (("released", "transfer-released"), ("released at lr 3e-4 (until session 49)",
                                                                   "transfer-released-lr3e-4"),
                             ("GRU release", "transfer-released-gru"),
@@ -490,6 +496,7 @@ def transfer_table() -> str:
                             ("H200 two layers", "transfer-released-l2-gpu"),
                             ("H200 three layers", "transfer-released-l3-gpu"),
                             ("H200 six causal layers", "transfer-released-l6-gpu"),
+                            ("CPU two layers", "transfer-released-l2"),
                             ("CPU three layers, lr 3e-4", "transfer-released-l3-lr3e-4"),
                             ("CPU three layers", "transfer-released-l3"),
                             ("CPU six causal layers", "transfer-released-l6")):
@@ -812,8 +819,11 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               ("6 whole causal layers, the same recipe and host at lr 5e-4 (student.sh)", "l6",
                "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608"),
               ("2 whole layers, the same recipe and host at lr 5e-4 (student.sh)", "l2",
-               "student-tova-l2-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608"))
-THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36")
+               "student-tova-l2-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608"),
+              # Session 51: the same with --seed 1 by release.sh (the card tf2rnn-minilm-l2).
+              ("the same with `--seed 1` by release.sh (tf2rnn-minilm-l2)", "l2", "release-tf2rnn-minilm-l2"))
+THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36",
+              "student-speed-v38", "student-speed-v39", "student-speed-v40")
 
 
 def _evaluated(name: str):
@@ -852,13 +862,13 @@ def thin_depth_table() -> str:
         evaluation, trained = _evaluated(name)
         if evaluation:
             rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, trained)}
-    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-50; release.sh, sessions 46-50): "
+    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-51; release.sh, sessions 46-51): "
                               "inherited layers keeping their most important feed-forward neurons "
                               "(`--intermediate_size`, refitted), the teacher's last layer alone or layers evenly "
                               "spaced up to it; the depth rows' recipe and `make distill`'s, each on the AVX512-VNNI + "
                               "AMX host of its control unless the row names another; per keystroke, int8, batch 1, "
                               "against the teacher, the shapes of one speed run timed together (v32-v34 on the AMX "
-                              "host, v35-v36 on the Zen 4 host; a blank: not timed in that run)") if rows else ""
+                              "host, v35-v36 and v38-v40 on the Zen 4 host; a blank: not timed in that run)") if rows else ""
 
 
 # Depth at GPU scale (gpu.sh on lent H200s, 470,000 texts, the fast tier's recipe at batch 256): (label, the shape the
@@ -894,6 +904,45 @@ def gpu_depth_table() -> str:
                               "1,000 held-out texts across sources; per keystroke, int8, batch 1, against the "
                               "teacher on 2 CPU cores (v33-v34: the AVX512-VNNI + AMX host; v35-v36: the Zen 4 host), the shapes of one "
                               "speed run timed together (a blank: not timed in that run)") if rows else ""
+
+
+# The cache's slot count as an inference budget (student.sh, session 51): (depth, the release file at 128 slots, the
+# shape the speed runs timed at 128); at 64 and 32 slots the same weights, evaluated as slots-<model>-s<n>-eval and timed
+# as the folder <model>-s<n>.
+SLOTS = (("2 whole layers (tf2rnn-minilm-l2)", "release-tf2rnn-minilm-l2", "shape-l2"),
+         ("3 whole layers (tf2rnn-minilm-l3)", "release-tf2rnn-minilm-l3", "shape-l3"),
+         ("6 causal layers (tf2rnn-minilm-l6)", "release-tf2rnn-minilm-l6", "shape-l6"))
+SLOTS_SPEED = ("student-speed-v41", "student-speed-v42", "student-speed-v43")
+
+
+def slots_table() -> str:
+    """Each released depth at 128, 64 and 32 cache slots: fidelity on sentences and 100+-token passages, STS-B, Lee, and
+    the int8 keystroke ratio in the speed runs that timed that slot count (a blank: not timed in that run)."""
+    runs = _speed_runs(SLOTS_SPEED)
+    rows = {}
+    for label, release, shape in SLOTS:
+        model = release[len("release-"):]
+        for slots, name, timed in ((128, release, shape), (64, f"slots-{model}-s64-eval", f"{model}-s64"),
+                                   (32, f"slots-{model}-s32-eval", f"{model}-s32")):
+            evaluation = load(name)
+            if not evaluation:
+                continue
+            suites = evaluation["suites"]
+            row = {"final cosine": suites["fidelity"]["student"]["final_cosine"],
+                   "NA@10": suites["fidelity"]["student"]["neighbour_agreement@10"],
+                   "STS-B": suites["sts-b"]["student"]["spearman"],
+                   "passages: final cosine": suites["long"]["student"]["final_cosine"],
+                   "passages: NA@10": suites["long"]["student"]["neighbour_agreement@10"],
+                   "Lee": suites["lee"]["student"]["pearson"]}
+            for run, speed in runs.items():
+                for keystroke in speed["keystroke"]:
+                    if keystroke["prefix_tokens"] in (64, 256) and f"speedup_{timed}_int8" in keystroke:
+                        row[f"x cheaper @{keystroke['prefix_tokens']} ({run})"] = keystroke[f"speedup_{timed}_int8"]
+            rows[f"{label}, {slots} slots"] = row
+    return format_table(rows, "Cache slots (student.sh, session 51): each released 2-core student with the same weights "
+                              "at 128 slots (as trained), 64 and 32 (`num_slots`), `tf2rnn evaluate` on every suite; "
+                              "per keystroke, int8, batch 1, against the teacher on the Zen 4 host, the students of "
+                              "one speed run timed together (a blank: not timed in that run)") if rows else ""
 
 
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
@@ -1052,8 +1101,8 @@ def main():
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
-                           one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), corpus_table(),
-                           documentation_table(), throughput_table()) if t)
+                           one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(),
+                           corpus_table(), documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:
         from tf2rnn_hf.evaluation.report import results_markdown
