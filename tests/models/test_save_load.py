@@ -98,6 +98,18 @@ def test_truncated_checkpoint_gives_clear_error(saved, tmp_path):
         TF2RNNModel.from_pretrained(tmp_path)
 
 
+@pytest.mark.parametrize("override, message", [(dict(num_slots=0), "num_slots must be a positive integer"),
+                                               (dict(num_slots=2.5), "num_slots must be a positive integer"),
+                                               (dict(open_tokens=0), "open_tokens must be a whole number")])
+def test_overrides_at_load_are_checked(saved, override, message):
+    # transformers sets from_pretrained's keyword overrides on the config after its __init__ has run.
+    from transformers import AutoModel
+
+    with pytest.raises(ValueError, match=message):
+        AutoModel.from_pretrained(saved[0], **override)
+    assert TF2RNNModel.from_pretrained(saved[0], num_slots=8).config.num_slots == 8
+
+
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "student-0.1.0"
 
 

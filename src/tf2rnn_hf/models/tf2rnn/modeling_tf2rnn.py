@@ -169,6 +169,8 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
 
     def __init__(self, config: TF2RNNConfig):
         super().__init__(config)
+        # from_pretrained(path, num_slots=0) sets its overrides on the config after TF2RNNConfig.__init__ checked it.
+        config._validate()
         if config.residual_token_mean and config.embedding_size != config.output_size:
             raise ValueError(
                 f"residual_token_mean needs embedding_size == output_size, got {config.embedding_size} "
