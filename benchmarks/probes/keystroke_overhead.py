@@ -3,7 +3,8 @@
 For each student, at an n-token prefix on one thread (or `--threads 2`): the benchmark's keystroke (`benchmarks/run.py`'s
 `aligned_keystroker`: type a letter, keep the word short by deletes), the fused steps that keystroke ran (counted,
 and timed on their own by wrapping the kernel's entry, `step_live` or `__call__`), and the word's tokenisation alone. What is left is the
-stream's own Python: the floor that no smaller student removes. A probe for deciding what to speed up (the JSON it
+stream's own Python: the floor that no smaller student removes. Then the same keystrokes with every native call a no-op:
+that Python alone, warm (`python_alone_ms`); the rest of `stream_python_ms` is what the step's streamed weights cost it. A probe for deciding what to speed up (the JSON it
 writes is quoted in docs/experiments.md), not a benchmark figure: `benchmarks/run.py` measures the ratios.
 
     python benchmarks/probes/keystroke_overhead.py outputs/shape-gru768 outputs/shape-l1 outputs/shape-l6 \
@@ -40,6 +41,10 @@ class _Timed:
         finally:
             self.seconds += time.perf_counter() - start
             self.calls += 1
+
+
+def _noop(*args) -> None:
+    """Stands in for a native call while the stream's Python is timed alone."""
 
 
 def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
@@ -84,6 +89,27 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
             setattr(kernel.lib, name, fn)
         if bound is not None:
             kernel._native = bound
+    # The stream's Python alone: the same keystrokes with every native call a no-op (the states they leave are
+    # garbage, only timed). Against `stream_python_ms` it shows what the step's streamed weights cost the Python around
+    # it in cache misses.
+    quiet = [name for name in (*native, "tf2rnn_tova_restore", "tf2rnn_pool_prewake") if hasattr(kernel.lib, name)]
+    saved = {name: getattr(kernel.lib, name) for name in quiet}
+    alone = []
+    try:
+        for name in quiet:
+            setattr(kernel.lib, name, _noop)
+        if bound is not None:
+            kernel._native = _noop
+        for _ in range(rounds):
+            start = time.perf_counter()
+            for _ in range(keys):
+                key()
+            alone.append((time.perf_counter() - start) / keys)
+    finally:
+        for name, fn in saved.items():
+            setattr(kernel.lib, name, fn)
+        if bound is not None:
+            kernel._native = bound
     word = "abcdefgh"  # what the keystrokes tokenise: the current word, up to eight letters
     backend = getattr(tokenizer, "backend_tokenizer", None)
     encode = (lambda: backend.encode(word, add_special_tokens=False)) if backend else \
@@ -99,6 +125,7 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
     return {"keystroke_ms": keystroke, "native_step_ms": native_ms, "step_wrapper_ms": entry_ms - native_ms,
             "fused_steps_per_keystroke": statistics.median(steps), "tokenise_ms": tokenise,
             "stream_python_ms": keystroke - entry_ms - tokenise,
+            "python_alone_ms": 1e3 * statistics.median(alone),
             "parameters_without_token_table": weights}
 
 

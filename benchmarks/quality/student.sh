@@ -966,8 +966,11 @@ done
 # thread, v38-v40). Fewer slots bound that, at the price of what TOVA evicts from texts longer than the cache. The
 # released two and six layers, trained at 128 slots, run at 64 and 32 (the cache is an inference budget, as in TOVA's
 # paper; no retraining): every suite, and per keystroke beside one and two layers at 128, alone.
-with_slots() {  # SRC SLOTS: saved student SRC with a cache of SLOTS slots, in SRC-sSLOTS (the same weights)
-  [ -d "$1-s$2" ] || { cp -r "$1" "$1-s$2" && rm -rf "$1-s$2"/eval* && $PY - "$1-s$2" "$2" <<'PY'
+with_slots() {  # MODEL SLOTS: released outputs/MODEL with a cache of SLOTS slots in outputs/MODEL-sSLOTS (the same
+  # weights), scored on every suite -> slots-MODEL-sSLOTS-eval.json
+  local model=$1 slots=$2
+  [ -d "outputs/$model-s$slots" ] || { cp -r "outputs/$model" "outputs/$model-s$slots" &&
+    rm -rf "outputs/$model-s$slots"/eval* && $PY - "outputs/$model-s$slots" "$slots" <<'PY'
 import json, sys
 path, slots = sys.argv[1], int(sys.argv[2])
 config = json.load(open(f"{path}/config.json"))
@@ -975,14 +978,12 @@ config["num_slots"] = slots
 json.dump(config, open(f"{path}/config.json", "w"), indent=2)
 PY
   }
+  [ -f "$OUT/slots-$model-s$slots-eval.json" ] || { .venv/bin/tf2rnn evaluate "outputs/$model-s$slots" \
+    --output "outputs/$model-s$slots/eval" > "$OUT/slots-$model-s$slots-eval.log" 2>&1 &&
+    cp "outputs/$model-s$slots/eval/results.json" "$OUT/slots-$model-s$slots-eval.json"; }
 }
 for model in tf2rnn-minilm-l2 tf2rnn-minilm-l6; do
-  for slots in 64 32; do
-    with_slots "outputs/$model" "$slots"
-    [ -f "$OUT/slots-$model-s$slots-eval.json" ] || { .venv/bin/tf2rnn evaluate "outputs/$model-s$slots" \
-      --output "outputs/$model-s$slots/eval" > "$OUT/slots-$model-s$slots-eval.log" 2>&1 &&
-      cp "outputs/$model-s$slots/eval/results.json" "$OUT/slots-$model-s$slots-eval.json"; }
-  done
+  for slots in 64 32; do with_slots "$model" "$slots"; done
 done
 [ -f "$OUT/student-speed-v41.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v41.json" \
   --compare outputs/shape-l1 outputs/shape-l2 outputs/tf2rnn-minilm-l2-s64 outputs/tf2rnn-minilm-l2-s32
@@ -990,14 +991,17 @@ done
 # 0.9415 / 0.670 / 79.95 at all three); 100+-token passages lose 0.012 / 0.057 final cosine (two layers) and 0.003 /
 # 0.019 (six). v41: two layers at 256 tokens 104 us (264x) at 128 slots, 96 (288x) at 64, 87 (315x) at 32.
 # Three layers at 64 and 32 slots too, then every depth's keystroke at each slot count in two runs, alone.
-for slots in 64 32; do
-  with_slots outputs/tf2rnn-minilm-l3 "$slots"
-  [ -f "$OUT/slots-tf2rnn-minilm-l3-s$slots-eval.json" ] || { .venv/bin/tf2rnn evaluate "outputs/tf2rnn-minilm-l3-s$slots" \
-    --output "outputs/tf2rnn-minilm-l3-s$slots/eval" > "$OUT/slots-tf2rnn-minilm-l3-s$slots-eval.log" 2>&1 &&
-    cp "outputs/tf2rnn-minilm-l3-s$slots/eval/results.json" "$OUT/slots-tf2rnn-minilm-l3-s$slots-eval.json"; }
-done
+for slots in 64 32; do with_slots tf2rnn-minilm-l3 "$slots"; done
 for v in 42 43; do
   [ -f "$OUT/student-speed-v$v.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v$v.json" \
     --compare outputs/shape-l1 outputs/shape-l2 outputs/tf2rnn-minilm-l2-s32 outputs/shape-l3 \
     outputs/tf2rnn-minilm-l3-s32 outputs/shape-l6 outputs/tf2rnn-minilm-l6-s32
 done
+# -> at 32 slots two layers 118x / 322x and 138x / 418x (v42, v43; 114x / 315x in v41): 100x / 300x in three runs of
+# three; three layers 97x / 269x and 107x / 315x; six 59x / 157x and 56x / 169x. At 128 slots two layers reached 300x
+# at 256 tokens in two of six runs (v38-v43).
+# Where two layers' keystroke goes now: the keystroke-overhead probe with its Python timed alone too (every native call
+# a no-op), beside one and three layers, alone.
+[ -f benchmarks/probes/results/keystroke-overhead-s51-zen4.json ] || $PY benchmarks/probes/keystroke_overhead.py \
+  outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 --threads 2 \
+  --output benchmarks/probes/results/keystroke-overhead-s51-zen4.json
