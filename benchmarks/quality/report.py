@@ -907,23 +907,24 @@ def gpu_depth_table() -> str:
 
 
 # The cache's slot count as an inference budget (student.sh, session 51): (depth, the release file at 128 slots, the
-# shape the speed runs timed at 128); at 64 and 32 slots the same weights, evaluated as slots-<model>-s<n>-eval and timed
-# as the folder <model>-s<n>.
+# shape the speed runs timed at 128); at 64, 48 and 32 slots the same weights, evaluated as slots-<model>-s<n>-eval and
+# timed as the folder <model>-s<n>.
 SLOTS = (("2 whole layers (tf2rnn-minilm-l2)", "release-tf2rnn-minilm-l2", "shape-l2"),
          ("3 whole layers (tf2rnn-minilm-l3)", "release-tf2rnn-minilm-l3", "shape-l3"),
          ("6 causal layers (tf2rnn-minilm-l6)", "release-tf2rnn-minilm-l6", "shape-l6"))
-SLOTS_SPEED = ("student-speed-v41", "student-speed-v42", "student-speed-v43")
+SLOTS_SPEED = ("student-speed-v41", "student-speed-v42", "student-speed-v43", "student-speed-v44",
+               "student-speed-v45")
 
 
 def slots_table() -> str:
-    """Each released depth at 128, 64 and 32 cache slots: fidelity on sentences and 100+-token passages, STS-B, Lee, and
+    """Each released depth at 128, 64, 48 and 32 cache slots: fidelity on sentences and 100+-token passages, STS-B, Lee, and
     the int8 keystroke ratio in the speed runs that timed that slot count (a blank: not timed in that run)."""
     runs = _speed_runs(SLOTS_SPEED)
     rows = {}
     for label, release, shape in SLOTS:
         model = release[len("release-"):]
-        for slots, name, timed in ((128, release, shape), (64, f"slots-{model}-s64-eval", f"{model}-s64"),
-                                   (32, f"slots-{model}-s32-eval", f"{model}-s32")):
+        for slots, name, timed in ((128, release, shape),
+                                   *((n, f"slots-{model}-s{n}-eval", f"{model}-s{n}") for n in (64, 48, 32))):
             evaluation = load(name)
             if not evaluation:
                 continue
@@ -940,7 +941,7 @@ def slots_table() -> str:
                         row[f"x cheaper @{keystroke['prefix_tokens']} ({run})"] = keystroke[f"speedup_{timed}_int8"]
             rows[f"{label}, {slots} slots"] = row
     return format_table(rows, "Cache slots (student.sh, session 51): each released 2-core student with the same weights "
-                              "at 128 slots (as trained), 64 and 32 (`num_slots`), `tf2rnn evaluate` on every suite; "
+                              "at 128 slots (as trained), 64, 48 and 32 (`num_slots`), `tf2rnn evaluate` on every suite; "
                               "per keystroke, int8, batch 1, against the teacher on the Zen 4 host, the students of "
                               "one speed run timed together (a blank: not timed in that run)") if rows else ""
 

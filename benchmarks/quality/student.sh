@@ -1005,3 +1005,16 @@ done
 [ -f benchmarks/probes/results/keystroke-overhead-s51-zen4.json ] || $PY benchmarks/probes/keystroke_overhead.py \
   outputs/shape-l1 outputs/shape-l2 outputs/shape-l3 --threads 2 \
   --output benchmarks/probes/results/keystroke-overhead-s51-zen4.json
+# Would two layers make the default? At 32 slots 100x / 300x in three runs of three, but 100+-token passages fall below
+# the one-layer release's (0.763 against 0.779); at 64 they stay above (0.807) at 288x in one run. 48 slots between,
+# then 128, 64, 48 and 32 side by side in two runs, alone.
+with_slots tf2rnn-minilm-l2 48
+for v in 44 45; do
+  [ -f "$OUT/student-speed-v$v.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v$v.json" \
+    --compare outputs/shape-l1 outputs/shape-l2 outputs/tf2rnn-minilm-l2-s64 outputs/tf2rnn-minilm-l2-s48 \
+    outputs/tf2rnn-minilm-l2-s32
+done
+# -> 48 slots: passages 0.792 / NA@10 0.588 (64: 0.807 / 0.609; the one-layer release at 128: 0.779 / 0.618), sentences
+# unchanged. v44 (a slow teacher, 41 ms at 256 tokens) / v45 (27 ms): two layers at 128 slots 140x / 399x and 114x /
+# 279x, at 64 134x / 427x and 112x / 306x, at 48 134x / 430x and 106x / 288x, at 32 136x / 437x and 111x / 306x. At 32
+# slots 300x held in five runs of five (v41-v45), by 2% in the fastest teacher phase; at 128 in three of eight.
