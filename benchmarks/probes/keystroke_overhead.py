@@ -3,8 +3,9 @@
 For each student, at an n-token prefix on one thread (or `--threads 2`): the benchmark's keystroke (`benchmarks/run.py`'s
 `aligned_keystroker`: type a letter, keep the word short by deletes), the fused steps that keystroke ran (counted,
 and timed on their own by wrapping the kernel's entry, `step_live` or `__call__`), and the word's tokenisation alone. What is left is the
-stream's own Python: the floor that no smaller student removes. Then the same keystrokes with every native call a no-op:
-that Python alone, warm (`python_alone_ms`); the rest of `stream_python_ms` is what the step's streamed weights cost it. A probe for deciding what to speed up (the JSON it
+stream's own Python: the floor that no smaller student removes. Then the same keystrokes with every native call a
+no-op: the stream, its tokenising and the kernel's wrapper alone, warm (`python_alone_ms`); against those parts inside
+the keystroke it shows what the step's streamed weights cost them. A probe for deciding what to speed up (the JSON it
 writes is quoted in docs/experiments.md), not a benchmark figure: `benchmarks/run.py` measures the ratios.
 
     python benchmarks/probes/keystroke_overhead.py outputs/shape-gru768 outputs/shape-l1 outputs/shape-l6 \
@@ -89,9 +90,9 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
             setattr(kernel.lib, name, fn)
         if bound is not None:
             kernel._native = bound
-    # The stream's Python alone: the same keystrokes with every native call a no-op (the states they leave are
-    # garbage, only timed). Against `stream_python_ms` it shows what the step's streamed weights cost the Python around
-    # it in cache misses.
+    # The keystroke's Python alone: the same keystrokes with every native call a no-op (the states they leave are
+    # garbage, only timed), against its stream, tokenising and wrapper inside the keystroke: what the step's streamed
+    # weights cost that Python in cache misses.
     quiet = [name for name in (*native, "tf2rnn_tova_restore", "tf2rnn_pool_prewake") if hasattr(kernel.lib, name)]
     saved = {name: getattr(kernel.lib, name) for name in quiet}
     alone = []
