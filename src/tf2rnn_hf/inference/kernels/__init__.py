@@ -92,6 +92,8 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_set_threads.argtypes = [ctypes.c_int]
     lib.tf2rnn_pool_prewake.restype = None
     lib.tf2rnn_pool_prewake.argtypes = []
+    lib.tf2rnn_pool_hold.restype = None
+    lib.tf2rnn_pool_hold.argtypes = [ctypes.c_int]
     lib.tf2rnn_helper_waited_ns.restype = ctypes.c_longlong
     lib.tf2rnn_helper_waited_ns.argtypes = []
     lib.tf2rnn_tova_open_step.restype = None

@@ -6,7 +6,9 @@
  * microseconds each, about what waking a sleeping thread takes: so within a keystroke the helper spins between
  * tasks, and between keystrokes (a typist's are ~100 ms apart) it sleeps on a condition variable, woken by
  * `tf2rnn_pool_prewake` as the keystroke's Python part starts (the streaming encoder calls it), so that its
- * wake-up overlaps that work. A prewoken helper that no keystroke claims spins at most 1 ms, then sleeps.
+ * wake-up overlaps that work. A prewoken helper that no keystroke claims spins at most 1 ms, then sleeps, and so
+ * does the helper after each keystroke. A keystroke never waits for a helper that is still asleep: on a 2-core VM a
+ * woken thread took ~10 ms to be scheduled after a typist's idle gap, so the keystroke runs the helper's parts itself.
  * One keystroke at a time uses the helper (others, from other threads, run alone); `tf2rnn_set_threads(1)` turns
  * it off (the Python side follows torch.get_num_threads()).
  */
@@ -24,7 +26,8 @@ typedef void (*tf2rnn_task)(void *ctx, int part, int parts);
 TF2RNN_INTERNAL int pool_claim(void);
 /* Ends a keystroke's claim: the helper goes back to sleep. */
 TF2RNN_INTERNAL void pool_release(int claimed);
-/* task(ctx, 0, 2) here and task(ctx, 1, 2) on the helper where `claimed`, else task(ctx, 0, 1). */
+/* task(ctx, 0, 2) here and task(ctx, 1, 2) on the helper where `claimed` (here too where the helper is still asleep
+ * once this thread's part is done: a woken thread can take milliseconds to be scheduled), else task(ctx, 0, 1). */
 TF2RNN_INTERNAL void run_split(int claimed, tf2rnn_task task, void *ctx);
 
 #endif
