@@ -1018,3 +1018,9 @@ done
 # unchanged. v44 (a slow teacher, 41 ms at 256 tokens) / v45 (27 ms): two layers at 128 slots 140x / 399x and 114x /
 # 279x, at 64 134x / 427x and 112x / 306x, at 48 134x / 430x and 106x / 288x, at 32 136x / 437x and 111x / 306x. At 32
 # slots 300x held in five runs of five (v41-v45), by 2% in the fastest teacher phase; at 128 in three of eight.
+# A typist's keystroke on two threads took ~11.8 ms against ~0.6 on one in every run on this host (v35-v45's idle rows):
+# it waited ~10.3 ms for the helper thread to be scheduled after its sleep (benchmarks/probes/idle_keystroke.py,
+# idle-keystroke-s51-before.json). Since then a keystroke runs the helper's part itself while the helper sleeps, and the
+# helper spins 1 ms after each keystroke (idle-keystroke-s51-after.json: 0.55-0.76 ms). The benchmark again, alone.
+[ -f "$OUT/student-speed-v46.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v46.json" \
+  --compare outputs/shape-l1 outputs/shape-l2 outputs/tf2rnn-minilm-l2-s32 outputs/shape-l3 outputs/shape-l6
