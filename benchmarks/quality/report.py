@@ -600,10 +600,12 @@ def _scored(r, trained) -> dict:
     return row
 
 
-def _int8_ratios(run: dict) -> dict:
-    """A speed run's int8 keystroke ratios by (shape, prefix tokens), the shape without its `shape-` folder prefix."""
-    return {(key[len("speedup_shape-"):-len("_int8")], row["prefix_tokens"]): value for row in run["keystroke"]
-            for key, value in row.items() if key.startswith("speedup_shape-") and key.endswith("_int8")}
+def _int8_ratios(run: dict, prefix: str = "shape-") -> dict:
+    """A speed run's int8 keystroke ratios by (student, prefix tokens), for the students whose folder name starts with
+    `prefix`, named without it (by default the shapes, without `shape-`; "" for every student, named whole)."""
+    head = f"speedup_{prefix}"
+    return {(key[len(head):-len("_int8")], row["prefix_tokens"]): value for row in run["keystroke"]
+            for key, value in row.items() if key.startswith(head) and key.endswith("_int8")}
 
 
 def depth_cost_table() -> str:
@@ -936,9 +938,8 @@ def slots_table() -> str:
                    "passages: NA@10": suites["long"]["student"]["neighbour_agreement@10"],
                    "Lee": suites["lee"]["student"]["pearson"]}
             for run, speed in runs.items():
-                for keystroke in speed["keystroke"]:
-                    if keystroke["prefix_tokens"] in (64, 256) and f"speedup_{timed}_int8" in keystroke:
-                        row[f"x cheaper @{keystroke['prefix_tokens']} ({run})"] = keystroke[f"speedup_{timed}_int8"]
+                ratios = _int8_ratios(speed, prefix="")
+                row.update({f"x cheaper @{n} ({run})": ratios[(timed, n)] for n in (64, 256) if (timed, n) in ratios})
             rows[f"{label}, {slots} slots"] = row
     return format_table(rows, "Cache slots (student.sh, session 51): each released 2-core student with the same weights "
                               "at 128 slots (as trained), 64, 48 and 32 (`num_slots`), `tf2rnn evaluate` on every suite; "
