@@ -13,6 +13,7 @@ writes is quoted in docs/experiments.md), not a benchmark figure: `benchmarks/ru
 """
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -48,6 +49,38 @@ def _noop(*args) -> None:
     """Stands in for a native call while the stream's Python is timed alone."""
 
 
+@contextlib.contextmanager
+def _natives_replaced(kernel, names, replace):
+    """Inside: the library's entries `names` replaced by `replace(entry)`, and the kernel's bound native step by its
+    entry's replacement (a tova kernel binds it when built). Yields the replacements. The library is shared by every
+    kernel of the process, so they are put back whatever happens."""
+    saved = {name: getattr(kernel.lib, name) for name in names}
+    new = {name: replace(fn) for name, fn in saved.items()}
+    bound = getattr(kernel, "_native", None)
+    try:
+        for name, fn in new.items():
+            setattr(kernel.lib, name, fn)
+        if bound is not None:
+            kernel._native = next(new[name] for name, fn in saved.items() if fn is bound)
+        yield new
+    finally:
+        for name, fn in saved.items():
+            setattr(kernel.lib, name, fn)
+        if bound is not None:
+            kernel._native = bound
+
+
+def _seconds_per_call(fn, calls: int, rounds: int) -> list:
+    """Each round's mean seconds per call of `fn`, over `calls` calls."""
+    out = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        out.append((time.perf_counter() - start) / calls)
+    return out
+
+
 def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
     model = TF2RNNModel.from_pretrained(path).eval()
     weights = sum(p.numel() for n, p in model.named_parameters() if not n.startswith("embeddings."))
@@ -61,20 +94,12 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
     # streams on a live cache call its step_live).
     native = [name for name in ("tf2rnn_gru_step", "tf2rnn_tova_step", "tf2rnn_tova_open_step")
               if hasattr(kernel.lib, name)]
-    lib_fns = {name: getattr(kernel.lib, name) for name in native}
-    timers = {name: _Timed(fn) for name, fn in lib_fns.items()}
-    for name, timer in timers.items():
-        setattr(kernel.lib, name, timer)
-    # A tova kernel binds its native entry when it is built: wrap that binding too.
-    bound = getattr(kernel, "_native", None)
-    if bound is not None:
-        kernel._native = next(t for name, t in timers.items() if lib_fns[name] is bound)
     if hasattr(kernel, "step_live"):
         entry = kernel.step_live = _Timed(kernel.step_live)
     else:
         entry = model.step_kernel = _Timed(kernel)
     per_key, per_entry, per_native, steps = [], [], [], []
-    try:
+    with _natives_replaced(kernel, native, _Timed) as timers:
         for _ in range(rounds):
             for t in (entry, *timers.values()):
                 t.calls, t.seconds = 0, 0.0
@@ -85,42 +110,17 @@ def probe(path: str, n_tokens: int, keys: int, rounds: int) -> dict:
             per_entry.append(entry.seconds / keys)
             per_native.append(sum(t.seconds for t in timers.values()) / keys)
             steps.append(entry.calls / keys)
-    finally:
-        for name, fn in lib_fns.items():  # the library is shared by every kernel of the process
-            setattr(kernel.lib, name, fn)
-        if bound is not None:
-            kernel._native = bound
     # The keystroke's Python alone: the same keystrokes with every native call a no-op (the states they leave are
     # garbage, only timed), against its stream, tokenising and wrapper inside the keystroke: what the step's streamed
     # weights cost that Python in cache misses.
     quiet = [name for name in (*native, "tf2rnn_tova_restore", "tf2rnn_pool_prewake") if hasattr(kernel.lib, name)]
-    saved = {name: getattr(kernel.lib, name) for name in quiet}
-    alone = []
-    try:
-        for name in quiet:
-            setattr(kernel.lib, name, _noop)
-        if bound is not None:
-            kernel._native = _noop
-        for _ in range(rounds):
-            start = time.perf_counter()
-            for _ in range(keys):
-                key()
-            alone.append((time.perf_counter() - start) / keys)
-    finally:
-        for name, fn in saved.items():
-            setattr(kernel.lib, name, fn)
-        if bound is not None:
-            kernel._native = bound
+    with _natives_replaced(kernel, quiet, lambda fn: _noop):
+        alone = _seconds_per_call(key, keys, rounds)
     word = "abcdefgh"  # what the keystrokes tokenise: the current word, up to eight letters
     backend = getattr(tokenizer, "backend_tokenizer", None)
     encode = (lambda: backend.encode(word, add_special_tokens=False)) if backend else \
         (lambda: tokenizer(word, add_special_tokens=False))
-    tok = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(keys):
-            encode()
-        tok.append((time.perf_counter() - start) / keys)
+    tok = _seconds_per_call(encode, keys, rounds)
     keystroke, entry_ms, native_ms, tokenise = (1e3 * statistics.median(v)
                                                 for v in (per_key, per_entry, per_native, tok))
     return {"keystroke_ms": keystroke, "native_step_ms": native_ms, "step_wrapper_ms": entry_ms - native_ms,
