@@ -4,11 +4,16 @@
 # (with the cell comparison). Pass a fresh --cache_dir in EXTRA to time it from nothing. Then
 # `bash benchmarks/quality/transfer.sh` scores the released student on each source's held-out sentences and adds
 # that table to its card.
-#   tf2rnn-minilm (the default NAME; since 2026-11-26): PRESET=inherited-fast, one layer inherited from the teacher,
-#     300,000 sentences drawn across sources (150,000 until session 44), a target at every third prefix, trained in
-#     one process with both cores and the row-sparse token table (as student.sh's rows of it were), at lr 5e-4 since
-#     session 49 (its lr 3e-4 release, on an AVX512-VNNI + AMX CPU, is kept as results/release-lr3e-4.json). It
-#     ran on a Zen 4 CPU (AVX512-BF16: bf16 by default there); on an AVX2 CPU, TRAIN_TEXTS=150000 keeps it in 90 minutes.
+#   tf2rnn-minilm (the default NAME; since session 52): PRESET=inherited-fast with EXTRA="--num_hidden_layers 2" and
+#     SLOTS=32: two whole layers inherited from the teacher, 300,000 sentences drawn across sources, a target at
+#     every third prefix, trained in one process with both cores, bf16 products and the row-sparse token table at the
+#     preset's lr 5e-4 with its 128-slot cache, then released with a 32-slot cache (the same weights; the slot count
+#     is an inference budget: results/slots-*.json). It ran on a Zen 4 CPU (AVX512-BF16: bf16 by default there); on
+#     an AVX2 CPU, TRAIN_TEXTS=150000 keeps it in 90 minutes.
+#   tf2rnn-minilm-l1: the default from 2026-11-26 to session 51, one inherited layer by the same recipe and a
+#     128-slot cache: NAME=tf2rnn-minilm-l1 PRESET=inherited-fast (results/release-tf2rnn-minilm-l1.json, written by
+#     this script as its default NAME in session 49; its lr 3e-4 release, on an AVX512-VNNI + AMX CPU, is kept as
+#     results/release-lr3e-4.json).
 #   tf2rnn-minilm-l2: two whole inherited layers by the same recipe at lr 5e-4, the recipe's second seed (session 51):
 #     NAME=tf2rnn-minilm-l2 PRESET=inherited-fast EXTRA="--num_hidden_layers 2 --learning_rate 5e-4 --seed 1". Its
 #     first (seed 0) is student.sh's session-50 row.
@@ -29,6 +34,8 @@
 #   TRAIN_TEXTS (200000; a preset's own)  TRAIN_MINUTES (45; a preset's own)  PASSAGES (passage options; "" = sentences only)
 #   DDP (1: two training processes, batch 32 each; 0: one process, batch 64, THREADS threads, default 2; 0 with PRESET)
 #   EXTRA: more distill options for both steps (later options win, e.g. EXTRA="--hidden_size 384")
+#   SLOTS: the cache slot count written into the released config after training (the weights train at the
+#     preset's); "" keeps the trained one (32 for tf2rnn-minilm, "" otherwise)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
@@ -36,7 +43,9 @@ NAME=${NAME:-tf2rnn-minilm}
 OUT=${OUT:-outputs/$NAME}
 RESULT=benchmarks/quality/results/release.json
 [ "$NAME" = tf2rnn-minilm ] || RESULT=benchmarks/quality/results/release-$NAME.json
-if [ "$NAME" = tf2rnn-minilm ]; then PRESET=${PRESET-inherited-fast}; else PRESET=${PRESET:-}; fi
+if [ "$NAME" = tf2rnn-minilm ]; then
+  PRESET=${PRESET-inherited-fast}; EXTRA=${EXTRA---num_hidden_layers 2}; SLOTS=${SLOTS-32}
+else PRESET=${PRESET:-}; fi
 [ -z "$PRESET" ] || DDP=${DDP:-0}
 case "$NAME" in
   *-long) PASSAGES=${PASSAGES---passage_tokens 100 --passage_fraction 0.5 --passage_stride 4 --max_tokens 128}
@@ -66,6 +75,7 @@ else
     "${data[@]}"
 fi
 trained=$(date +%s)
+[ -z "${SLOTS:-}" ] || $PY benchmarks/quality/set_slots.py "$OUT" "$SLOTS"
 $PY benchmarks/quality/report.py --cells > "$OUT/cells.md"
 $PY -m tf2rnn_hf.cli evaluate "$OUT" --card "tf2rnn/$NAME" --card-extra "$OUT/cells.md" --output "$OUT/eval"
 $PY -m tf2rnn_hf.cli plot "$OUT" --results "$OUT/eval/results.json" --output "$OUT/eval"

@@ -970,9 +970,7 @@ with_slots() {  # MODEL SLOTS: released outputs/MODEL with a cache of SLOTS slot
   # weights), scored on every suite -> slots-MODEL-sSLOTS-eval.json
   local model=$1 slots=$2
   [ -d "outputs/$model-s$slots" ] || { cp -r "outputs/$model" "outputs/$model-s$slots" &&
-    rm -rf "outputs/$model-s$slots"/eval* && $PY -c "import sys; from tf2rnn_hf import TF2RNNConfig
-TF2RNNConfig.from_pretrained(sys.argv[1], num_slots=int(sys.argv[2])).save_pretrained(sys.argv[1])" \
-      "outputs/$model-s$slots" "$slots"; }
+    rm -rf "outputs/$model-s$slots"/eval* && $PY benchmarks/quality/set_slots.py "outputs/$model-s$slots" "$slots"; }
   [ -f "$OUT/slots-$model-s$slots-eval.json" ] || { .venv/bin/tf2rnn evaluate "outputs/$model-s$slots" \
     --output "outputs/$model-s$slots/eval" > "$OUT/slots-$model-s$slots-eval.log" 2>&1 &&
     cp "outputs/$model-s$slots/eval/results.json" "$OUT/slots-$model-s$slots-eval.json"; }
