@@ -55,7 +55,7 @@ SCALE_RUNS = {
     "release-s35": "2 AVX2 cores (one process), 45 min",
     # Session 49: the release's recipe at lr 5e-4 on the Zen 4 host; its lr 3e-4 run (AMX host, sessions 44-48).
     "release-lr3e-4": "2 AVX512/AMX cores (one process, bf16, row-sparse table), 45 min",
-    "release": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 5e-4), 45 min",
+    "release-tf2rnn-minilm-l1": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 5e-4), 45 min",
     "gpu-h100-gru768": "1 H100, 5 min",
     "gpu-h100-gru1024": "1 H100, 5 min",
     # Two learning rates trained side by side on the one GPU (gpu.sh LRS), each 6.5 minutes.
@@ -84,6 +84,8 @@ SCALE_RUNS = {
     # student.sh row), released as tf2rnn-minilm-l2.
     "release-tf2rnn-minilm-l2": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 5e-4, seed 1), "
                                 "45 min",
+    # Session 52: the same recipe with seed 0, released as the default tf2rnn-minilm (served at 32 cache slots).
+    "release": "2 AVX512-BF16 cores (Zen 4, one process, bf16, row-sparse table, lr 5e-4), 45 min",
 }
 
 
@@ -116,8 +118,9 @@ def transfer_peer_table() -> str:
     (whole and half sentences), neighbour agreement@10 on held-out sentences and on keystroke prefixes, and
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
     `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
-    that GRU before it drew across sources; release.json, release-lr3e-4.json (until session 49) and release-s35.json
-    (its recipe before session 44);
+    that GRU before it drew across sources; release.json: two inherited layers at 32 cache slots since session 52;
+    release-tf2rnn-minilm-l1.json, release-lr3e-4.json (until session 49) and release-s35.json (its recipe before
+    session 44): the one layer released from session 35 to 51;
     release-tf2rnn-minilm-gru.json: the GRU-768 released
     before it; gpu-h200-inherited-fast-*-eval.json: the released shape and two- to six-layer shapes trained on a
     lent H200),
@@ -129,10 +132,13 @@ def transfer_peer_table() -> str:
                                                      "quick-gru-eval"),
                                                     ("student (make distill, GRU-768, WordNet head)",
                                                      "quick-wordnet-eval"),
-                                                    ("student (tf2rnn-minilm)", "release"),
-                                                    ("student (tf2rnn-minilm until session 49: lr 3e-4, AMX host)",
+                                                    ("student (tf2rnn-minilm: two inherited layers at 32 cache "
+                                                     "slots, 2 CPU cores)", "release"),
+                                                    ("student (tf2rnn-minilm-l1: one inherited layer, the default "
+                                                     "of sessions 49-51)", "release-tf2rnn-minilm-l1"),
+                                                    ("student (that layer until session 49: lr 3e-4, AMX host)",
                                                      "release-lr3e-4"),
-                                                    ("student (tf2rnn-minilm, session 35: 150,000 texts on AVX2)",
+                                                    ("student (that layer, session 35: 150,000 texts on AVX2)",
                                                      "release-s35"),
                                                     ("student (tf2rnn-minilm until 2026-11-26, GRU-768)",
                                                      "release-tf2rnn-minilm-gru"),
@@ -484,13 +490,15 @@ def transfer_table() -> str:
         if not seen:
             continue
         rows[source] = transfer_row(seen["suites"]["fidelity"], left)
-        # release.sh's students: the GRU-768 trained on the corpus's first 200,000 rows, which hold three sources
-        # only; the one-layer inherited student that replaced it, on 150,000 drawn across all five; its shape
+        # release.sh's students: the default (two whole layers at 32 cache slots since session 52); the GRU-768
+        # trained on the corpus's first 200,000 rows, which hold three sources only; the one-layer inherited student
+        # that replaced it (sessions 35-51), on 150,000 then 300,000 drawn across all five; its shape
         # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
         # alike (six causal ones since session 48); two, three and six whole layers released from 2 CPU cores (300,000
         # drawn across all five; three at lr 3e-4, then 5e-4).
-        for label, file in (("released", "transfer-released"), ("released at lr 3e-4 (until session 49)",
-                                                                  "transfer-released-lr3e-4"),
+        for label, file in (("released", "transfer-released"),
+                            ("one layer (tf2rnn-minilm-l1)", "transfer-released-l1"),
+                            ("one layer at lr 3e-4 (until session 49)", "transfer-released-lr3e-4"),
                             ("GRU release", "transfer-released-gru"),
                             ("H200 fast tier", "transfer-released-fast-gpu"),
                             ("H200 two layers", "transfer-released-l2-gpu"),
@@ -812,7 +820,8 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               ("1 layer, the same at lr 5e-4 (student.sh)", "l1",
                "student-tova-l1-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at49b681e"),
               # Session 49: the preset at lr 5e-4, released by release.sh on the same host (tf2rnn-minilm).
-              ("the same again by release.sh (tf2rnn-minilm since session 49)", "l1", "release"),
+              ("the same again by release.sh (tf2rnn-minilm from session 49 to 51, now tf2rnn-minilm-l1)", "l1",
+               "release-tf2rnn-minilm-l1"),
               # Session 49: six whole causal layers by the same recipe and host at lr 3e-4 (card tf2rnn-minilm-l6).
               ("6 whole causal layers, the same recipe and host at lr 3e-4 (student.sh)", "l6",
                "student-tova-l6-bf16-sparse-sampled300k-stride3-45min-lr3e-4-grouped-posweight-final4-at3a17242"),
@@ -823,7 +832,9 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               ("2 whole layers, the same recipe and host at lr 5e-4 (student.sh)", "l2",
                "student-tova-l2-bf16-sparse-sampled300k-stride3-45min-lr5e-4-grouped-posweight-final4-at9a32608"),
               # Session 51: the same with --seed 1 by release.sh (the card tf2rnn-minilm-l2).
-              ("the same with `--seed 1` by release.sh (tf2rnn-minilm-l2)", "l2", "release-tf2rnn-minilm-l2"))
+              ("the same with `--seed 1` by release.sh (tf2rnn-minilm-l2)", "l2", "release-tf2rnn-minilm-l2"),
+              # Session 52: the same with seed 0 by release.sh, served at 32 cache slots (the default tf2rnn-minilm).
+              ("the same with seed 0 by release.sh at 32 cache slots (tf2rnn-minilm)", "l2", "release"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36",
               "student-speed-v38", "student-speed-v39", "student-speed-v40")
 
