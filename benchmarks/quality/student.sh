@@ -1017,3 +1017,12 @@ done
 # helper spins 1 ms after each keystroke (idle-keystroke-s51-after.json: 0.55-0.76 ms). The benchmark again, alone.
 [ -f "$OUT/student-speed-v46.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v46.json" \
   --compare outputs/shape-l1 outputs/shape-l2 outputs/tf2rnn-minilm-l2-s32 outputs/shape-l3 outputs/shape-l6
+# Session 52: the default tf2rnn-minilm is now two whole layers served at 32 slots (release.sh, seed 0). Its own weights
+# timed beside one, two (128 slots) and three layers' shapes, alone.
+[ -f "$OUT/student-speed-v47.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v47.json" \
+  --compare outputs/shape-l1 outputs/tf2rnn-minilm outputs/shape-l2 outputs/shape-l3
+# `make distill` still trains one layer (--preset quick). Would two layers win at its budget too (12,000 texts, 7
+# minutes)? Both at the quick preset's settings on this Zen 4 host (bf16 products, its default here), one after the
+# other, alone.
+train tova-l1-quick-bf16-lr3e-4-grouped-posweight-final4-atf73b56a --num_hidden_layers 1 "${INHERITED_QUICK[@]}"
+train tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-atf73b56a --num_hidden_layers 2 "${INHERITED_QUICK[@]}"
