@@ -110,6 +110,29 @@ def test_overrides_at_load_are_checked(saved, override, message):
     assert TF2RNNModel.from_pretrained(saved[0], num_slots=8).config.num_slots == 8
 
 
+def test_the_slot_count_is_an_inference_budget(tmp_path, teacher):
+    """An inherited student saved at 16 cache slots loads at 6 with the same weights: a text that fits 6 slots embeds
+    as before, a longer one evicts down to 6 (and so differs), and its state continues like the whole text."""
+    from transformers import AutoModel
+
+    torch.manual_seed(0)
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=16)
+    model.save_pretrained(tmp_path)
+    small = AutoModel.from_pretrained(tmp_path, num_slots=6).eval()
+    short = tokenizer(["search as you"], return_tensors="pt")  # [CLS] and three words: inside 6 slots
+    long = tokenizer(["a recurrent student follows its teacher one keystroke at a time"], return_tensors="pt")
+    assert short.input_ids.shape[1] <= 6 < long.input_ids.shape[1] <= 16
+    more = tokenizer([" through the whole text"], add_special_tokens=False, return_tensors="pt")
+    with torch.no_grad():
+        torch.testing.assert_close(small(**short).pooler_output, model.eval()(**short).pooler_output)
+        out = small(**long, use_cache=True)
+        assert out.past_state.cell_state[0].shape[1] == 6
+        assert (out.pooler_output - model(**long).pooler_output).abs().max() > 1e-3
+        whole = small(torch.cat([long.input_ids, more.input_ids], 1)).pooler_output
+        torch.testing.assert_close(small(**more, past_state=out.past_state).pooler_output, whole,
+                                   rtol=1e-5, atol=1e-5)
+
+
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "student-0.1.0"
 
 

@@ -50,7 +50,9 @@ class TF2RNNConfig(PretrainedConfig):
             are linear-attention heads.
         num_slots (`int`, defaults to 32):
             `multistate` and `tova_attention`: K, the most slot vectors (keys/values) a layer keeps; when full,
-            the lowest-weight slot is evicted (TOVA).
+            the lowest-weight slot is evicted (TOVA). For `tova_attention` it is also an inference budget: the
+            same weights load at another count (`from_pretrained(path, num_slots=128)`), fewer slots being
+            cheaper per keystroke on long texts and more keeping long passages closer to the teacher.
         max_position_embeddings (`int`, defaults to 512):
             `tova_attention` only: size of the position table (the teacher's); later steps reuse the last row.
         bidirectional_pooling (`bool`, defaults to `False`):
