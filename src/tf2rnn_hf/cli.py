@@ -230,7 +230,7 @@ def cmd_export(args, rest) -> int:
     return 0
 
 
-INT8_HELP = ("Int8 weights on CPU, keystrokes in one fused native step (benchmarks/results/benchmarks.md: ~12x "
+INT8_HELP = ("Int8 weights on CPU, keystrokes in one fused native step (benchmarks/results/benchmarks.md: ~25x "
              "faster per keystroke than fp32 for tf2rnn-minilm; typed token by token, 0.999 cosine to the fp32 "
              "model for the make-distill student of its shape, benchmarks/results/onnx.json).")
 
