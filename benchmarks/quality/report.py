@@ -117,7 +117,8 @@ def transfer_peer_table() -> str:
     """Students, the teacher, one token late and the real Model2Vec side by side on what transfers: STS-B
     (whole and half sentences), neighbour agreement@10 on held-out sentences and on keystroke prefixes, and
     the retrieval / similarity suites. Students come from `tf2rnn evaluate` files (quick-eval.json: the
-    `make distill` student; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
+    `make distill` student, two inherited layers since session 53; quick-l1-eval.json: the one layer it trained from
+    session 35 to 52; quick-gru-eval.json: the GRU-768 it trained until 2026-11-26; quick-wordnet-eval.json:
     that GRU before it drew across sources; release.json: two inherited layers at 32 cache slots since session 52;
     release-tf2rnn-minilm-l1.json, release-lr3e-4.json (until session 49) and release-s35.json (its recipe before
     session 44): the one layer released from session 35 to 51;
@@ -128,6 +129,8 @@ def transfer_peer_table() -> str:
     benchmarks/peers/model2vec.sh."""
     peer = load("peer-model2vec")
     students = {name: load(file) for name, file in (("student (make distill)", "quick-eval"),
+                                                    ("student (make distill in sessions 35-52, one inherited layer)",
+                                                     "quick-l1-eval"),
                                                     ("student (make distill until 2026-11-26, GRU-768)",
                                                      "quick-gru-eval"),
                                                     ("student (make distill, GRU-768, WordNet head)",
