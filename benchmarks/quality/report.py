@@ -837,7 +837,15 @@ THIN_DEPTH = (("1 layer, all 1,536 neurons, 150,000 texts, 20 min (session 37's 
               # Session 51: the same with --seed 1 by release.sh (the card tf2rnn-minilm-l2).
               ("the same with `--seed 1` by release.sh (tf2rnn-minilm-l2)", "l2", "release-tf2rnn-minilm-l2"),
               # Session 52: the same with seed 0 by release.sh, served at 32 cache slots (the default tf2rnn-minilm).
-              ("the same with seed 0 by release.sh at 32 cache slots (tf2rnn-minilm)", "l2", "release"))
+              ("the same with seed 0 by release.sh at 32 cache slots (tf2rnn-minilm)", "l2", "release"),
+              # Sessions 52-53: one and two whole layers at `make distill`'s budget (bf16), on the Zen 4 host, and two
+              # again on the Zen 5 host (the control of the left-out-source rows).
+              ("1 whole layer, 12,000 texts, 7 min, bf16 (`make distill`'s budget; session 52, Zen 4)", "l1",
+               "student-tova-l1-quick-bf16-lr3e-4-grouped-posweight-final4-atf73b56a"),
+              ("2 whole layers, the same (`--preset quick` since session 53)", "l2",
+               "student-tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-atf73b56a"),
+              ("2 whole layers, the same on the Zen 5 host (session 53)", "l2",
+               "student-tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-at369c36c"))
 THIN_SPEED = ("student-speed-v32", "student-speed-v33", "student-speed-v34", "student-speed-v35", "student-speed-v36",
               "student-speed-v38", "student-speed-v39", "student-speed-v40")
 
@@ -878,7 +886,7 @@ def thin_depth_table() -> str:
         evaluation, trained = _evaluated(name)
         if evaluation:
             rows[label] = {**_keystroke_columns(shape, runs), **_scored(evaluation, trained)}
-    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-51; release.sh, sessions 46-51): "
+    return format_table(rows, "Depth on 2 CPU cores (student.sh, sessions 41 and 44-53; release.sh, sessions 46-52): "
                               "inherited layers keeping their most important feed-forward neurons "
                               "(`--intermediate_size`, refitted), the teacher's last layer alone or layers evenly "
                               "spaced up to it; the depth rows' recipe and `make distill`'s, each on the AVX512-VNNI + "
@@ -959,6 +967,39 @@ def slots_table() -> str:
                               "at 128 slots (as trained), 64, 48 and 32 (`num_slots`), `tf2rnn evaluate` on every suite; "
                               "per keystroke, int8, batch 1, against the teacher on the Zen 4 host, the students of "
                               "one speed run timed together (a blank: not timed in that run)") if rows else ""
+
+
+# The released shapes per keystroke on two hosts (student.sh, sessions 52-53): (label, {speed run: the folder it timed}).
+HOSTS = (("1 whole layer (tf2rnn-minilm-l1's shape), 128 slots", {"v47": "shape-l1", "v48": "shape-l1", "v49": "shape-l1"}),
+         ("2 whole layers, 128 slots (make distill's student)", {"v47": "shape-l2", "v48": "shape-l2", "v49": "shape-l2"}),
+         ("2 whole layers, 32 slots (tf2rnn-minilm)", {"v47": "tf2rnn-minilm", "v48": "shape-l2-s32", "v49": "shape-l2-s32"}),
+         ("3 whole layers, 128 slots", {"v47": "shape-l3"}),
+         ("3 whole layers, 32 slots", {"v48": "shape-l3-s32", "v49": "shape-l3-s32"}))
+HOST_NAMES = {"v47": "Zen 4", "v48": "Zen 5", "v49": "Zen 5"}
+
+
+def host_table() -> str:
+    """The released shapes' int8 keystroke ratios on the Zen 4 host (v47) and the Zen 5 host (v48, v49), whose teacher runs
+    bf16 ~1.7x faster, with each run's fastest teacher."""
+    runs = _speed_runs(f"student-speed-{run}" for run in HOST_NAMES)
+    if not runs:
+        return ""
+    rows = {}
+    for label, timed in HOSTS:
+        row = {}
+        for run, folder in timed.items():
+            if run in runs:
+                ratios = _int8_ratios(runs[run], prefix="")
+                row.update({f"x cheaper @{n} ({HOST_NAMES[run]}, {run})": ratios[(folder, n)] for n in (64, 256)
+                            if (folder, n) in ratios})
+        rows[label] = row
+    rows["the teacher's fastest setting, ms"] = {
+        f"x cheaper @{n} ({HOST_NAMES[run]}, {run})": min(v["median_ms"] for k, v in row.items()
+                                                          if k.startswith("teacher_"))
+        for run, speed in runs.items() for row in speed["keystroke"] for n in (64, 256) if row["prefix_tokens"] == n}
+    return format_table(rows, "Per keystroke on two hosts (student.sh, sessions 52-53): int8, batch 1, two cores, each "
+                              "host's shapes timed together in one `benchmarks/run.py --quick` run, alone; the last row "
+                              "is the teacher's own time (ms), fp32 or bf16 on one or two threads, whichever was faster")
 
 
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
@@ -1117,7 +1158,7 @@ def main():
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
-                           one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(),
+                           one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(), host_table(),
                            corpus_table(), documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:

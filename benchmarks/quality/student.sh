@@ -1028,3 +1028,35 @@ train tova-l1-quick-bf16-lr3e-4-grouped-posweight-final4-atf73b56a --num_hidden_
 train tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-atf73b56a --num_hidden_layers 2 "${INHERITED_QUICK[@]}"
 # Two layers win at make distill's budget on every held-out figure (tf2rnn evaluate): 0.884 / 0.527 / STS-B 77.20,
 # keystroke 0.885, against one layer's 0.858 / 0.466 / 76.17, keystroke 0.860 (16.5 epochs against 23.1).
+# Session 53: a new host, AMD EPYC family 26 (Zen 5; AVX512 with BF16 and VNNI, no AMX), whose teacher runs bf16 ~1.7x
+# faster than Zen 4's (onnx.json: 5.8 ms at 64 tokens; v47 on Zen 4: 9.9). Do the released shapes keep 100x / 300x here? One, two and
+# three layers (two and three at 32 slots, as served; two at 128 too, as make distill trains it), alone.
+shapes l1 l2 l3
+for shape in l2 l3; do
+  [ -d "outputs/shape-$shape-s32" ] || { cp -r "outputs/shape-$shape" "outputs/shape-$shape-s32" &&
+    $PY benchmarks/quality/set_slots.py "outputs/shape-$shape-s32" 32; }
+done
+[ -f "$OUT/student-speed-v48.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v48.json" \
+  --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l2-s32 outputs/shape-l3-s32
+# -> the teacher 5.65 / 15.73 ms (bf16) at 64 / 256 tokens; int8 keystrokes on two threads: one layer 35 / 40 us, 161x /
+# 389x; two at 128 slots 56 / 74 us, 101x / 213x; two at 32 slots 56 / 61 us, 100x / 258x; three at 32 86 / 81 us, 66x /
+# 194x. Here 300x at 256 tokens is one layer's alone: at 32 slots the cache no longer costs, the layers' weights do.
+# The left-out-source target for two layers at `make distill`'s budget (one layer left FOLDOC out for 0.034 NA@10 on
+# its held-out sentences): a control on this host, then the same draw less FOLDOC and less fortunes (the register
+# furthest from the dictionaries), each scored on that source's held-out sentences. One after the other, alone.
+L2_QUICK=tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-at369c36c
+train "$L2_QUICK" --num_hidden_layers 2 "${INHERITED_QUICK[@]}"
+for source in dict-foldoc fortunes; do
+  left_out=tova-l2-quick-no-${source#dict-}-bf16-lr3e-4-grouped-posweight-final4-at369c36c
+  distill_row "$left_out" --num_hidden_layers 2 "${INHERITED_QUICK[@]}" --exclude_sources "$source"
+  on_source "$L2_QUICK" "$source"
+  on_source "$left_out" "$source"
+done
+# v48 again, after the left-out rows: is two layers' 100x / 258x on this host one run's phase?
+[ -f "$OUT/student-speed-v49.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v49.json" \
+  --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l2-s32 outputs/shape-l3-s32
+# -> a slower phase for both sides (the teacher 7.44 / 19.95 ms): one layer 166x / 381x, two at 128 slots 105x / 244x,
+# two at 32 slots 112x / 291x, three at 32 82x / 208x. Two layers at 32 slots miss 300x at 256 tokens in both runs here.
+# The left-out rows: FOLDOC 0.434 -> 0.388 NA@10 on its held-out sentences (0.046; one layer lost 0.034, the GRU 0.047),
+# fortunes 0.439 -> 0.425 (0.014). The control 0.884 / 0.524 / STS-B 77.00 (26.8 epochs at 768 samples/s), as
+# `make distill` on this host (0.884 / 0.525 / 76.99) and the Zen 4 row (0.884 / 0.527 / 77.20 at 473 samples/s).
