@@ -966,11 +966,16 @@ done
 # thread, v38-v40). Fewer slots bound that, at the price of what TOVA evicts from texts longer than the cache. The
 # released two and six layers, trained at 128 slots, run at 64 and 32 (the cache is an inference budget, as in TOVA's
 # paper; no retraining): every suite, and per keystroke beside one and two layers at 128, alone.
+at_slots() {  # DIR SLOTS: DIR's weights with a cache of SLOTS slots, in DIR-sSLOTS (its evaluations left behind)
+  local dir=$1 slots=$2
+  [ -d "$dir-s$slots" ] || { cp -r "$dir" "$dir-s$slots" && rm -rf "$dir-s$slots"/eval* &&
+    $PY benchmarks/quality/set_slots.py "$dir-s$slots" "$slots"; }
+}
+
 with_slots() {  # MODEL SLOTS: released outputs/MODEL with a cache of SLOTS slots in outputs/MODEL-sSLOTS (the same
   # weights), scored on every suite -> slots-MODEL-sSLOTS-eval.json
   local model=$1 slots=$2
-  [ -d "outputs/$model-s$slots" ] || { cp -r "outputs/$model" "outputs/$model-s$slots" &&
-    rm -rf "outputs/$model-s$slots"/eval* && $PY benchmarks/quality/set_slots.py "outputs/$model-s$slots" "$slots"; }
+  at_slots "outputs/$model" "$slots"
   [ -f "$OUT/slots-$model-s$slots-eval.json" ] || { .venv/bin/tf2rnn evaluate "outputs/$model-s$slots" \
     --output "outputs/$model-s$slots/eval" > "$OUT/slots-$model-s$slots-eval.log" 2>&1 &&
     cp "outputs/$model-s$slots/eval/results.json" "$OUT/slots-$model-s$slots-eval.json"; }
@@ -1032,10 +1037,7 @@ train tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-atf73b56a --num_hidden_
 # faster than Zen 4's (onnx.json: 5.8 ms at 64 tokens; v47 on Zen 4: 9.9). Do the released shapes keep 100x / 300x here? One, two and
 # three layers (two and three at 32 slots, as served; two at 128 too, as make distill trains it), alone.
 shapes l1 l2 l3
-for shape in l2 l3; do
-  [ -d "outputs/shape-$shape-s32" ] || { cp -r "outputs/shape-$shape" "outputs/shape-$shape-s32" &&
-    $PY benchmarks/quality/set_slots.py "outputs/shape-$shape-s32" 32; }
-done
+for shape in l2 l3; do at_slots "outputs/shape-$shape" 32; done
 [ -f "$OUT/student-speed-v48.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v48.json" \
   --compare outputs/shape-l1 outputs/shape-l2 outputs/shape-l2-s32 outputs/shape-l3-s32
 # -> the teacher 5.65 / 15.73 ms (bf16) at 64 / 256 tokens; int8 keystrokes on two threads: one layer 35 / 40 us, 161x /
