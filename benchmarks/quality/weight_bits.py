@@ -15,7 +15,7 @@ Weights only: activations stay fp32 (the fused int8 kernel also rounds them, whi
 
 import json
 import sys
-from typing import Dict, Optional
+from typing import Dict
 
 import torch
 import torch.nn.functional as F
@@ -24,6 +24,7 @@ from torch import nn
 from tf2rnn_hf.data import trajectories
 from tf2rnn_hf.data.corpus import load_texts
 from tf2rnn_hf.data.teacher import Teacher, teacher_name_of
+from tf2rnn_hf.distill.quantization_aware import round_weight
 from tf2rnn_hf.evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
 from tf2rnn_hf.models import TF2RNNModel
 
@@ -33,21 +34,9 @@ FFN = ("up", "down")
 # rest stay at int8 per row, as the fused kernel holds them)
 SCHEMES = {"fp32": (32, None, None), "int8 per row": (8, None, None), "int7 per row": (7, None, None),
            "int4 per row": (4, None, None),
-           "int4 per 128 columns": (4, 128, None), "int4 per 32 columns": (4, 32, None),
+           "int4 per 128 columns": (4, 128, None), "int4 per 64 columns": (4, 64, None),
+           "int4 per 32 columns": (4, 32, None),
            "int4 per 32 columns, feed-forward only": (4, 32, FFN)}
-
-
-def round_weight(weight: torch.Tensor, bits: int, group: Optional[int]) -> torch.Tensor:
-    """`weight` rounded to symmetric `bits`-bit integers, one scale per `group` columns of each row (or per row)."""
-    if bits >= 32:
-        return weight.clone()
-    rows, cols = weight.shape
-    if group is not None and cols % group:
-        raise ValueError(f"{cols} columns do not split into groups of {group}.")
-    blocks = weight.reshape(rows, -1, group or cols)
-    qmax = 2 ** (bits - 1) - 1
-    scale = blocks.abs().amax(-1, keepdim=True).clamp(min=1e-12) / qmax
-    return (torch.round(blocks / scale).clamp(-qmax, qmax) * scale).reshape(rows, cols)
 
 
 @torch.no_grad()

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import tiny_model
+from torch.nn.utils import parametrize
 from transformers import TrainerCallback
 
 from tf2rnn_hf.data import trajectories
@@ -35,9 +36,11 @@ from tf2rnn_hf.distill.losses import (
     thin_block_middles,
     weighted_mean,
 )
+from tf2rnn_hf.distill.quantization_aware import round_weight
 from tf2rnn_hf.distill.recipe import PRESETS_DIR, parse, presets
 from tf2rnn_hf.distill.sparse_adamw import RowSparseAdamW
 from tf2rnn_hf.distill.trainer import TimeBudgetProgressCallback
+from tf2rnn_hf.models import TF2RNNModel
 
 ROOT = Path(__file__).parents[2]
 ACCELERATE = [sys.executable, "-m", "accelerate.commands.launch"]  # `accelerate launch`, whatever PATH holds
@@ -226,6 +229,49 @@ def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
     history = [h for h in trainer.state.log_history if "loss" in h]
     assert len(history) == 6 and history[-1]["loss"] < history[0]["loss"]
     assert all(np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0 for h in history)
+
+
+def _rounded_run(teacher, data, out, resume=None):
+    """A one-layer inherited student trained 4 steps under --weight_bits 4, a checkpoint every 2."""
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=8)
+    args = DistillationTrainingArguments(
+        output_dir=str(out), report_to=[], use_cpu=True, max_steps=4, per_device_train_batch_size=8,
+        learning_rate=1e-3, remove_unused_columns=False, save_strategy="steps", save_steps=2, seed=0,
+        disable_tqdm=True, weight_bits=4)
+    trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
+                                  data_collator=TrajectoryCollator(tok.pad_token_id))
+    linears = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    assert linears and all(parametrize.is_parametrized(m, "weight") for m in linears.values())
+    before = {n: m.parametrizations.weight.original.detach().clone() for n, m in linears.items()}
+    trainer.train(resume_from_checkpoint=resume)
+    assert all(not torch.equal(m.parametrizations.weight.original, before[n]) for n, m in linears.items())
+    return trainer, tok, linears
+
+
+def test_weight_bits_trains_through_int4_saves_the_rounded_student_and_resumes(teacher, data, tmp_path):
+    """`--weight_bits 4`: an inherited student trains on its linear weights rounded per row (the latent weights move);
+    the saved student holds the rounded ones under their plain names, so that its plain forward, reloaded, is the one
+    that was trained; a checkpoint holds the latent ones, and training resumed from it ends where it would have."""
+    trainer, tok, linears = _rounded_run(teacher, data, tmp_path / "run")
+    trainer.save_model(str(tmp_path / "student"))
+    saved = TF2RNNModel.from_pretrained(tmp_path / "student").eval()
+    for name, m in saved.named_modules():
+        if isinstance(m, torch.nn.Linear):
+            assert torch.equal(m.weight, linears[name].weight)  # the rounded values, under the plain name
+            assert torch.equal(round_weight(m.weight, 4), m.weight)  # on the int4 grid already
+    ids = torch.tensor([tok("The quiet river flows near the bridge.")["input_ids"]])
+    trainer.model.eval()
+    with torch.no_grad():
+        assert torch.allclose(saved(ids).pooler_output, trainer.model(ids).pooler_output, atol=1e-6)
+    # Resumed from step 2's checkpoint (whose latent weights a missed load would leave at the inherited ones).
+    _, _, resumed = _rounded_run(teacher, data, tmp_path / "resumed", resume=tmp_path / "run" / "checkpoint-2")
+    for name, m in linears.items():
+        assert torch.equal(resumed[name].parametrizations.weight.original, m.parametrizations.weight.original)
+    with pytest.raises(ValueError, match="pass --weight_bits too"):
+        DistillationTrainingArguments(output_dir=str(tmp_path), weight_group=32)
+    with pytest.raises(ValueError, match="2..8-bit"):
+        DistillationTrainingArguments(output_dir=str(tmp_path), weight_bits=16)
 
 
 @pytest.mark.parametrize("bad, message", [({"freeze_embeddings": True}, "frozen token table"),

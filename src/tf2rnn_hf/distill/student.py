@@ -108,9 +108,9 @@ class TF2RNNForDistillation(TF2RNNModel):
         self.check_savable()
         with torch.device("meta"):
             plain = TF2RNNModel(self.config)
-        state = self.state_dict()
+        state = self.state_dict() if state_dict is None else state_dict
         plain.load_state_dict({k: v for k, v in state.items() if not k.startswith("state_lift.")}, assign=True)
-        plain.save_pretrained(save_directory, *args, state_dict=state if state_dict is None else state_dict, **kwargs)
+        plain.save_pretrained(save_directory, *args, state_dict=state, **kwargs)
 
 
 TOKEN_INITS = ("teacher_outputs", "input_embeddings", "random", "layer_inputs")

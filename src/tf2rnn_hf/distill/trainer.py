@@ -14,6 +14,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from ..evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
 from .losses import KeystrokeLoss, NeighbourLoss, RolloutLoss, SimilarityLoss, TransitionLoss, teacher_bank
+from .quantization_aware import has_rounded_weights, plain_state_dict, round_linear_weights
 from .sparse_adamw import RowSparseAdamW, clip_grad_norm_
 from .training_args import DistillationTrainingArguments
 
@@ -57,6 +58,9 @@ class DistillationTrainer(Trainer):
             self.model.get_input_embeddings().requires_grad_(False)
         if args.sparse_embeddings:
             self._use_row_sparse_embeddings()
+        if args.weight_bits is not None and not has_rounded_weights(self.model):  # before the optimizer is made
+            round_linear_weights(self.model, args.weight_bits, args.weight_group)
+        self._final_save = False
         self.schedule = args.schedule
         self.transition = TransitionLoss(args.distance, args.final_weight)
         self.rollout = RolloutLoss(args.distance, args.final_weight, args.tbptt,
@@ -91,6 +95,20 @@ class DistillationTrainer(Trainer):
             # table's gradient crosses dense, and the rows that come back nonzero are the rows some process read.
             kwargs = {**kwargs, "lazy_rows": [table.weight]}
         self.optimizer_cls_and_kwargs = (RowSparseAdamW, kwargs)
+
+    def save_model(self, output_dir: Optional[str] = None, _internal_call: bool = False) -> None:
+        self._final_save = not _internal_call
+        try:
+            super().save_model(output_dir, _internal_call)
+        finally:
+            self._final_save = False
+
+    def _save(self, output_dir: Optional[str] = None, state_dict: Optional[dict] = None) -> None:
+        if state_dict is None and has_rounded_weights(self.model):
+            # Under --weight_bits, plain names either way: the student is saved as it ran (rounded), a checkpoint
+            # with the latent weights, which the rounded modules load back when training resumes.
+            state_dict = plain_state_dict(self.accelerator.unwrap_model(self.model), rounded=self._final_save)
+        super()._save(output_dir, state_dict)
 
     def _clip_grad_norm(self, model):
         if not self.args.sparse_embeddings:

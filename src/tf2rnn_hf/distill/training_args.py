@@ -49,6 +49,12 @@ class DistillationTrainingArguments(TrainingArguments):
                 "moves only those rows (RowSparseAdamW, lazy Adam). A dense update of its 11.7M parameters is a "
                 "third of a one-layer student's bf16 CPU step. Across processes (DDP) the gradient crosses dense and "
                 "the rows it holds nonzero, those some process read, are updated."})
+    weight_bits: Optional[int] = field(default=None, metadata={
+        "help": "Quantisation-aware training: every linear weight runs rounded to symmetric int-N (4 for an int4 "
+                "kernel), the gradient passing to the unrounded weight; the student is saved rounded "
+                "(quantization_aware.py)."})
+    weight_group: Optional[int] = field(default=None, metadata={
+        "help": "With --weight_bits: one scale per this many columns of a row (default: one per row)."})
     train_minutes: Optional[float] = field(default=None, metadata={
         "help": "Train for this long (wall clock); the loss schedule and learning rate follow the clock."})
 
@@ -60,6 +66,10 @@ class DistillationTrainingArguments(TrainingArguments):
         if self.sparse_embeddings and self.fp16:
             raise ValueError("sparse_embeddings does not support fp16 (its gradient scaler has no sparse path); "
                              "use bf16 or fp32.")
+        if self.weight_group is not None and self.weight_bits is None:
+            raise ValueError("weight_group sets the columns per scale of --weight_bits; pass --weight_bits too.")
+        if self.weight_bits is not None and not 2 <= self.weight_bits <= 8:
+            raise ValueError(f"weight_bits rounds to 2..8-bit integers, got {self.weight_bits}.")
         if self.train_minutes:
             self.max_steps = 10 ** 9  # the clock stops training, not a step count
         super().__post_init__()

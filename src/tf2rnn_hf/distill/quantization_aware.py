@@ -1,0 +1,86 @@
+"""Quantisation-aware training: the student's linear weights rounded to symmetric int-N in every forward.
+
+A keystroke of an inherited student is bound by the int8 weights it reads, and int4 products read half the bytes
+(benchmarks/probes/int4_gemv.c times them), but rounding a trained student to int4 afterwards costs 0.015-0.07 final
+cosine (benchmarks/quality/weight_bits.py). Training through the rounding lets the weights settle where it costs least. The
+forward sees the rounded weight and the gradient passes to the latent fp32 one unchanged (the straight-through
+estimator); the student is saved with the rounded values, so its plain fp32 forward is the one that was trained.
+"""
+
+from typing import Dict, List, Optional
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+
+def round_weight(weight: torch.Tensor, bits: int, group: Optional[int] = None) -> torch.Tensor:
+    """`weight` [rows, cols] rounded to symmetric `bits`-bit integers (levels -(2^(bits-1) - 1) .. 2^(bits-1) - 1),
+    one scale per `group` columns of each row (None: per row), returned as floats on that grid."""
+    if bits >= 32:
+        return weight.clone()
+    if bits < 2:
+        raise ValueError(f"Symmetric rounding needs at least 2 bits, got {bits}.")
+    rows, cols = weight.shape
+    if group is not None and (group < 1 or cols % group):
+        raise ValueError(f"{cols} columns do not split into groups of {group}.")
+    blocks = weight.reshape(rows, -1, group or cols)
+    qmax = 2 ** (bits - 1) - 1
+    scale = blocks.abs().amax(-1, keepdim=True).clamp(min=1e-12) / qmax
+    return (torch.round(blocks / scale).clamp(-qmax, qmax) * scale).reshape(rows, cols)
+
+
+class RoundedWeight(nn.Module):
+    """A parametrization: the weight as `round_weight` leaves it, with the gradient of the unrounded one."""
+
+    def __init__(self, bits: int, group: Optional[int] = None):
+        super().__init__()
+        self.bits, self.group = bits, group
+
+    def forward(self, weight: torch.Tensor) -> torch.Tensor:
+        return weight + (round_weight(weight.detach(), self.bits, self.group) - weight.detach())
+
+
+def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = None) -> List[str]:
+    """Make every `nn.Linear` of `model` run on its weight rounded to int-`bits` (`RoundedWeight`); returns their
+    names. The token table is an embedding and stays fp32, as the int8 kernels keep it. The modules still load a
+    plain state (`weight`, as `plain_state_dict` writes it) into their latent weights."""
+    if has_rounded_weights(model):
+        raise ValueError(f"{type(model).__name__} rounds its linear weights already (round_linear_weights ran).")
+    names = []
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            round_weight(module.weight.detach(), bits, group)  # a group that does not divide the row fails here
+            parametrize.register_parametrization(module, "weight", RoundedWeight(bits, group))
+            module.register_load_state_dict_pre_hook(_load_plain_weight)
+            names.append(name)
+    if not names:
+        raise ValueError(f"{type(model).__name__} has no nn.Linear weights to round.")
+    return names
+
+
+def _load_plain_weight(module, state_dict, prefix, *args) -> None:
+    if prefix + "weight" in state_dict and prefix + _LATENT not in state_dict:
+        state_dict[prefix + _LATENT] = state_dict.pop(prefix + "weight")
+
+
+_LATENT = "parametrizations.weight.original"  # where a parametrized module keeps its unrounded weight
+
+
+def has_rounded_weights(model: nn.Module) -> bool:
+    """Whether `round_linear_weights` applies to some module of `model`."""
+    return any(isinstance(m, nn.Linear) and parametrize.is_parametrized(m, "weight") for m in model.modules())
+
+
+def plain_state_dict(model: nn.Module, rounded: bool) -> Dict[str, torch.Tensor]:
+    """`model`'s state under its plain names (`weight`, not the parametrization's): each weight rounded, as the
+    forward uses it (what a saved student holds), or latent (what a checkpoint holds, to resume training from)."""
+    state = {}
+    for name, tensor in model.state_dict().items():
+        if name == _LATENT or name.endswith("." + _LATENT):
+            owner = name[:-len(_LATENT)].rstrip(".")
+            plain = f"{owner}.weight" if owner else "weight"
+            state[plain] = model.get_submodule(owner).weight.detach() if rounded else tensor
+        else:
+            state[name] = tensor
+    return state

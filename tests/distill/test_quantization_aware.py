@@ -1,0 +1,80 @@
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
+
+from tf2rnn_hf.distill.quantization_aware import (
+    RoundedWeight,
+    has_rounded_weights,
+    plain_state_dict,
+    round_linear_weights,
+    round_weight,
+)
+
+
+def _levels(w: torch.Tensor, group: int) -> torch.Tensor:
+    """Each value over its group's scale (max |w| / 7): whole numbers in [-7, 7] if w is on the int4 grid."""
+    blocks = w.reshape(w.shape[0], -1, group)
+    return blocks / (blocks.abs().amax(-1, keepdim=True) / 7)
+
+
+@pytest.mark.parametrize("group", [None, 16])
+def test_round_weight_puts_each_row_or_group_on_the_int4_grid(group):
+    torch.manual_seed(0)
+    w = torch.randn(6, 64)
+    r = round_weight(w, 4, group)
+    levels = _levels(r, group or 64)
+    assert torch.allclose(levels, levels.round(), atol=1e-4) and levels.abs().max() <= 7 + 1e-4
+    # each block keeps its largest magnitude (the scale's anchor), and nothing moves more than half a step
+    size = group or 64
+    assert torch.allclose(r.reshape(6, -1, size).abs().amax(-1), w.reshape(6, -1, size).abs().amax(-1))
+    step = w.reshape(6, -1, size).abs().amax(-1, keepdim=True) / 7
+    assert ((r - w).reshape(6, -1, size).abs() <= step / 2 + 1e-6).all()
+    assert torch.equal(round_weight(r, 4, group), r)  # rounding twice changes nothing
+    assert torch.equal(round_weight(w, 32), w)
+
+
+def test_round_weight_refuses_a_group_that_does_not_split_the_row():
+    with pytest.raises(ValueError, match="64 columns do not split into groups of 24"):
+        round_weight(torch.randn(2, 64), 4, 24)
+    with pytest.raises(ValueError, match="at least 2 bits"):
+        round_weight(torch.randn(2, 64), 1)
+
+
+def test_rounded_weight_runs_the_rounded_weight_and_passes_the_gradient_through():
+    torch.manual_seed(0)
+    layer = nn.Linear(32, 4)
+    latent = layer.weight.detach().clone()
+    parametrize.register_parametrization(layer, "weight", RoundedWeight(4))
+    x = torch.randn(5, 32)
+    y = layer(x)
+    assert torch.allclose(y, nn.functional.linear(x, round_weight(latent, 4), layer.bias))
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    # straight through: the latent weight gets the gradient the rounded one would (dy^T x), not zero
+    assert torch.allclose(layer.parametrizations.weight.original.grad, dy.T @ x, atol=1e-6)
+
+
+def test_round_linear_weights_covers_every_linear_and_states_use_plain_names():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Embedding(10, 32), nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32))
+    latent = model[1].weight.detach().clone()
+    assert not has_rounded_weights(model)
+    assert round_linear_weights(model, 4, 32) == ["1", "3"]
+    assert has_rounded_weights(model)
+    with pytest.raises(ValueError, match="rounds its linear weights already"):
+        round_linear_weights(model, 4)
+    rounded, kept = plain_state_dict(model, rounded=True), plain_state_dict(model, rounded=False)
+    assert set(rounded) == set(kept) == {"0.weight", "1.weight", "1.bias", "3.weight", "3.bias"}
+    assert torch.equal(rounded["1.weight"], round_weight(latent, 4, 32)) and torch.equal(kept["1.weight"], latent)
+    assert torch.equal(rounded["0.weight"], model[0].weight)  # the token table is not rounded
+    assert has_rounded_weights(model) and torch.equal(model[1].weight, rounded["1.weight"])  # the model is unchanged
+    # A rounded model loads a plain state into its latent weights (a checkpoint, when training resumes).
+    again = nn.Sequential(nn.Embedding(10, 32), nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 32))
+    round_linear_weights(again, 4, 32)
+    again.load_state_dict(kept)
+    assert torch.equal(again[1].parametrizations.weight.original, latent)
+    with pytest.raises(ValueError, match="no nn.Linear weights"):
+        round_linear_weights(nn.Sequential(nn.Embedding(4, 4)), 4)
+    with pytest.raises(ValueError, match="do not split into groups"):
+        round_linear_weights(nn.Sequential(nn.Linear(30, 4)), 4, 32)
