@@ -1062,3 +1062,26 @@ done
 # The left-out rows: FOLDOC 0.434 -> 0.388 NA@10 on its held-out sentences (0.046; one layer lost 0.034, the GRU 0.047),
 # fortunes 0.439 -> 0.425 (0.014). The control 0.884 / 0.524 / STS-B 77.00 (26.8 epochs at 768 samples/s), as
 # `make distill` on this host (0.884 / 0.525 / 76.99) and the Zen 4 row (0.884 / 0.527 / 77.20 at 473 samples/s).
+# Session 54 (the Zen 5 host): the left-out-source target at the release's budget, not only make distill's. The
+# released folder is gone from this host and its 45 minutes bought 23,290 steps on Zen 4 (release.json: 4.968 epochs of
+# 4,688 batches), so both rows train those 23,290 steps instead of the clock: a control by the release's recipe, then
+# the same draw less FOLDOC (the source two layers lost most on at make distill's budget: 0.046), both scored on
+# FOLDOC's held-out sentences. A step count makes the rows independent of the host's speed and of whatever else runs.
+RELEASE_STEPS=("${RELEASE_RECIPE[@]}" --learning_rate 5e-4 --train_minutes 0 --max_steps 23290)
+L2_RELEASE=tova-l2-steps23290-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at07011a6
+distill_row "$L2_RELEASE" --num_hidden_layers 2 "${RELEASE_STEPS[@]}"
+on_source "$L2_RELEASE" dict-foldoc
+L2_RELEASE_NO_FOLDOC=tova-l2-steps23290-no-foldoc-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at07011a6
+distill_row "$L2_RELEASE_NO_FOLDOC" --num_hidden_layers 2 "${RELEASE_STEPS[@]}" --exclude_sources dict-foldoc
+on_source "$L2_RELEASE_NO_FOLDOC" dict-foldoc
+# Session 54: int4 weights, the lever left for the keystroke (two layers' products: benchmarks/probes/int4_gemv.c).
+# Rounded after training, int4 per row cost the six-layer student 0.068 final cosine (weight-bits.json). Two layers
+# at make distill's budget trained through int4 per row (--weight_bits 4, quantisation-aware), against the control
+# above ($L2_QUICK: 0.884 / 0.524), then both scored by weight_bits.py (the control rounded after training, the
+# QAT student already on the grid). Alone, between the release-budget rows.
+L2_QUICK_INT4=tova-l2-quick-int4row-bf16-lr3e-4-grouped-posweight-final4-at8977845
+distill_row "$L2_QUICK_INT4" --num_hidden_layers 2 "${INHERITED_QUICK[@]}" --weight_bits 4
+for name in "$L2_QUICK" "$L2_QUICK_INT4"; do
+  [ -f "$OUT/weight-bits-$name.json" ] || $PY benchmarks/quality/weight_bits.py "outputs/student-$name" \
+    > "$OUT/weight-bits-$name.json"
+done
