@@ -4,8 +4,8 @@
 // every product, a spin barrier per keystroke: no pool.h, so an upper bound on what two threads gain). Weights stay
 // resident in a loop, as between a typist's keystrokes. Each int4 product is checked first: per row, it equals
 // int8.h's gemv of the same values bit for bit; per 64 columns, a double-precision reference to 1e-5.
-//   int4 per row: one scale a row (post-training it cost the six-layer student 0.07 final cosine, so it needs
-//     quantisation-aware training); the nibbles are the weights plus 8, whose offset comes off with the row sums.
+//   int4 per row: one scale a row, int8.h's gemv4_rows (post-training it cost the six-layer student 0.07 final
+//     cosine, so it needs quantisation-aware training: --weight_bits 4); the nibbles are the weights plus 8.
 //   int4 per 64 columns: a scale a row and 64 columns (post-training between per 128 and per 32 columns' 0.015-0.021
 //     final cosine), its products summed in fp32 per group.
 // A probe that prints, for deciding whether an int4 kernel is worth its training: the speed of the products only;
@@ -43,29 +43,9 @@ typedef struct {
     int32_t *rowsum;     // sum of each row's weights
 } mat;
 
-// The per-row int4 product, eight rows at a time (int8.h's rows_block_vnni with the weights unpacked per 64 bytes):
-// the sum over xu * (w + 8) less 8 * sum(xu) is int8.h's accumulator, so the same bits follow.
+// The per-row int4 product: int8.h's gemv4_rows, the fused step's since this probe.
 static void gemv_int4_row(const mat *m, const uint8_t *xu, float sx, float *y, int i0, int i1) {
-    const int cols = m->cols, half = cols / 2;
-    int32_t sum_xu = 0;
-    for (int j = 0; j < cols; ++j) sum_xu += xu[j];
-    const __m512i low = _mm512_set1_epi8(0x0F);
-    for (int i = i0; i + 8 <= i1; i += 8) {
-        const uint8_t *w0 = m->w4 + (int64_t)i * half;
-        __m512i a[8];
-        for (int k = 0; k < 8; ++k) a[k] = _mm512_setzero_si512();
-        for (int j = 0; j < cols; j += 128) {
-            __m512i xl = _mm512_loadu_si512((const void *)(xu + j)), xh = _mm512_loadu_si512((const void *)(xu + j + 64));
-            for (int k = 0; k < 8; ++k) {
-                __m512i v = _mm512_loadu_si512((const void *)(w0 + k * half + j / 2));
-                a[k] = _mm512_dpbusd_epi32(a[k], xl, _mm512_and_si512(v, low));
-                a[k] = _mm512_dpbusd_epi32(a[k], xh, _mm512_and_si512(_mm512_srli_epi16(v, 4), low));
-            }
-        }
-        const __m128i off = _mm_set1_epi32(8 * sum_xu);
-        for (int k = 0; k < 8; k += 4)
-            scale4(_mm_sub_epi32(reduce4(a[k], a[k + 1], a[k + 2], a[k + 3]), off), m->s, m->rowsum, m->b, sx, y, i + k);
-    }
+    gemv4_rows(m->w4, m->s, m->rowsum, m->b, xu, &sx, 1, m->rows, m->cols, y, i0, i1);
 }
 
 // The per-64-column product: each group's integer sum starts from -8 * its activations' sums (lane by lane, computed

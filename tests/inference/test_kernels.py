@@ -11,9 +11,17 @@ import torch
 
 from tf2rnn_hf import TF2RNNConfig, TF2RNNModel
 from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.distill.quantization_aware import round_weight
 from tf2rnn_hf.evaluation.suites import student_encoder
 from tf2rnn_hf.inference import kernels
-from tf2rnn_hf.inference.kernels import Int8GRUStep, Int8TOVAStep, find_compiler, load_library
+from tf2rnn_hf.inference.kernels import (
+    Int8GRUStep,
+    Int8TOVAStep,
+    find_compiler,
+    load_library,
+    pack_int4,
+    quantize_rows4,
+)
 from tf2rnn_hf.inference.kernels.naive import int8_gru_step, int8_tova_step
 from tf2rnn_hf.inference.quantization import quantize_int8
 from tf2rnn_hf.inference.streaming import StreamingEncoder
@@ -98,7 +106,11 @@ def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, res
                   **({} if residual else {"output_size": 44}))
     if exponent is not None:
         model.cell.pooling_exponent.fill_(exponent)  # _tova draws every parameter at random
-    step = Int8TOVAStep(model)
+    _follows_the_int8_arithmetic_and_the_fp32_model(model, Int8TOVAStep(model), open_tokens)
+
+
+def _follows_the_int8_arithmetic_and_the_fp32_model(model: TF2RNNModel, step: Int8TOVAStep, open_tokens: int) -> None:
+    """40 random tokens through `step`: each keystroke `naive.py`'s arithmetic, near the fp32 model."""
     ours, theirs = model.init_state(1), model.init_state(1)
     exact = 0
     for token in torch.randint(0, 300, (40,)).tolist():
@@ -120,6 +132,44 @@ def test_tova_step_is_the_int8_arithmetic_and_follows_the_fp32_model(hidden, res
     assert torch.equal(ours.cell_state[-2], theirs.cell_state[-2])
     assert int(ours.cell_state[-2]) == 40 // open_tokens * open_tokens  # tokens committed to the cache
     assert (ours.last_embedding.norm() - 1).abs() <= 1e-5
+
+
+def _on_int4_grid(model: TF2RNNModel) -> TF2RNNModel:
+    """Every linear weight rounded to 4 bits per row, as a student trained with --weight_bits 4 is saved."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, torch.nn.Linear):
+                m.weight.copy_(round_weight(m.weight, 4))
+    return model
+
+
+# 128 wide: every product's columns pack in blocks of 128; 44 readout rows end in scalar rows after the eight-row
+# blocks. Open tokens run the products over several tokens at once.
+@pytest.mark.parametrize("open_tokens", [1, 3])
+@torch.no_grad()
+def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(open_tokens):
+    """A student trained through int4 weights: where the CPU has AVX512-VNNI the kernel reads all five products as int4
+    (half the bytes) and still computes naive.py's arithmetic (which reads the same codes), near the fp32 model;
+    elsewhere it reads them as int8. Weights off the grid (any trained in fp32) stay int8."""
+    model = _on_int4_grid(_tova(128, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44))
+    step = Int8TOVAStep(model)
+    assert step.int4 == (("qkv", "out", "up", "down", "o") if step.lib.tf2rnn_int4_products() else ())
+    assert Int8TOVAStep(_tova(128, False)).int4 == ()
+    _follows_the_int8_arithmetic_and_the_fp32_model(model, step, open_tokens)
+
+
+def test_int4_codes_are_the_grid_and_pack_as_the_kernel_reads_them():
+    torch.manual_seed(0)
+    weight = round_weight(torch.randn(6, 256), 4)
+    codes, scale, rowsum = quantize_rows4(weight)
+    assert torch.allclose(codes.float() * scale[:, None], weight, rtol=1e-6, atol=0)
+    assert codes.abs().max() == 7 and torch.equal(rowsum, codes.sum(1, dtype=torch.int32))
+    packed = pack_int4(codes)
+    assert packed.shape == (6, 128) and packed.dtype == torch.uint8
+    # byte b of a row's k-th 64: column 128k + b in the low nibble, 128k + 64 + b in the high one, each plus 8
+    assert int(packed[2, 64 + 5]) == (int(codes[2, 128 + 5]) + 8) | (int(codes[2, 128 + 64 + 5]) + 8) << 4
+    assert quantize_rows4(torch.randn(6, 256)) is None  # off the grid
+    assert quantize_rows4(round_weight(torch.randn(6, 96), 4)) is None  # columns that do not pack by 128
 
 
 @torch.no_grad()
@@ -292,9 +342,11 @@ def _helped_keystrokes(step, model: TF2RNNModel, tokens):
 # ends in a four-row block after its eight-row ones (or in scalar rows); 40 tokens through 6 slots: evictions, and
 # with open tokens blocks committing.
 @torch.no_grad()
-@pytest.mark.parametrize("hidden,open_tokens", [(128, 1), (100, 1), (128, 3), (100, 3)])
-def test_two_threads_give_the_one_thread_keystroke_bit_for_bit(hidden, open_tokens):
+@pytest.mark.parametrize("hidden,open_tokens,int4", [(128, 1, False), (100, 1, False), (128, 3, False),
+                                                     (100, 3, False), (128, 1, True), (128, 3, True)])
+def test_two_threads_give_the_one_thread_keystroke_bit_for_bit(hidden, open_tokens, int4):
     model = _tova(hidden, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44)
+    model = _on_int4_grid(model) if int4 else model
     step, tokens, threads = Int8TOVAStep(model), torch.randint(0, 300, (40,)).tolist(), torch.get_num_threads()
     try:
         before = step.lib.tf2rnn_helper_tasks()

@@ -14,7 +14,8 @@ thread (`pool.h`); it computes the same bytes on one.
 (`cc`, or `$CC`); without one the int8 model simply runs through PyTorch. Weights are int8 per output
 row, activations are quantised per call: tests/inference/test_kernels.py holds each kernel to 1e-4 of the
 same int8 arithmetic written in PyTorch (`naive.py`) and its streams, after edits, close to the fp32
-model run from scratch.
+model run from scratch. A `tova_attention` student trained through int4 weights (`--weight_bits 4`) has them on a
+4-bit grid already: on CPUs with AVX512-VNNI its products read them as int4 (`quantize_rows4`), half the bytes.
 """
 
 import ctypes
@@ -54,7 +55,7 @@ class _TOVAParams(ctypes.Structure):
             "w_qkv", "s_qkv", "r_qkv", "b_qkv", "w_out", "s_out", "r_out", "b_out",
             "w_up", "s_up", "r_up", "b_up", "w_down", "s_down", "r_down", "b_down",
             "norm1_w", "norm1_b", "norm2_w", "norm2_b", "sink_key", "sink_value", "sink_output",
-            "w_o", "s_o", "r_o", "b_o")]
+            "w_o", "s_o", "r_o", "b_o", "w4_qkv", "w4_out", "w4_up", "w4_down", "w4_o")]
 
 
 def find_compiler() -> Optional[str]:
@@ -101,6 +102,8 @@ def load_library() -> Optional[ctypes.CDLL]:
         ctypes.c_void_p] * 9
     lib.tf2rnn_tova_step_many.restype = None
     lib.tf2rnn_tova_step_many.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32] + [ctypes.c_void_p] * 10
+    lib.tf2rnn_int4_products.restype = ctypes.c_int
+    lib.tf2rnn_int4_products.argtypes = []
     lib.tf2rnn_tova_restore.restype = None
     lib.tf2rnn_tova_restore.argtypes = [ctypes.c_void_p] + [ctypes.c_int32] * 4 + [ctypes.c_void_p] * 2
     return lib
@@ -112,6 +115,49 @@ def quantize_rows(weight: torch.Tensor):
     scale = w.abs().amax(dim=1).clamp(min=1e-12) / 127.0
     q = torch.round(w / scale[:, None]).clamp(-127, 127).to(torch.int8).contiguous()
     return q, scale.contiguous(), q.sum(dim=1, dtype=torch.int32).contiguous()
+
+
+def quantize_rows4(weight: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """A weight on a symmetric 4-bit grid per row already (one scale a row: `--weight_bits 4`'s rounding) as
+    (int8 codes in [-7, 7] [rows, cols], fp32 scales [rows], int32 row sums [rows]); None for any other weight (a
+    trained fp32 weight is nowhere near such a grid), or where the columns do not pack in blocks of 128."""
+    w = weight.detach().float()
+    if w.shape[1] % 128:
+        return None
+    scale = w.abs().amax(dim=1).clamp(min=1e-12) / 7.0
+    steps = w / scale[:, None]
+    codes = torch.round(steps)
+    if (steps - codes).abs().max() > 1e-3:  # a float ulp or two off the grid, never a step's thousandth
+        return None
+    codes = codes.to(torch.int8)
+    return codes.contiguous(), scale.contiguous(), codes.sum(dim=1, dtype=torch.int32).contiguous()
+
+
+def pack_int4(codes: torch.Tensor) -> torch.Tensor:
+    """Codes in [-8, 7] [rows, cols] as int8.h's gemv4_rows reads them: per row and 128 columns, 64 bytes, byte b
+    holding column b + 8 in its low nibble and column 64 + b + 8 in its high one ([rows, cols / 2] uint8)."""
+    rows, cols = codes.shape
+    u = (codes.to(torch.int16) + 8).to(torch.uint8).reshape(rows, cols // 128, 2, 64)
+    return (u[:, :, 0] | (u[:, :, 1] << 4)).reshape(rows, cols // 2).contiguous()
+
+
+def int4_codes(weight: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """`quantize_rows4(weight)` where the kernels read int4 products on this CPU (AVX512-VNNI), else None: the
+    one test, for the kernel and its reference in `naive.py`."""
+    lib = load_library()
+    return quantize_rows4(weight) if lib is not None and lib.tf2rnn_int4_products() else None
+
+
+def _stacked_product(pairs: List[Tuple[torch.Tensor, torch.Tensor]]) -> Tuple[dict, bool]:
+    """One product's (weight, bias) in every layer as the kernel's [L, ...] arrays: w (int8), s, r, b, or, where every
+    layer's weight is on a 4-bit grid (`int4_codes`), w4 (packed) in place of w; and whether they are int4."""
+    codes = [int4_codes(w) for w, _ in pairs]
+    packed = all(c is not None for c in codes)
+    parts = [(c if packed else quantize_rows(w)) + (_fp32(b),) for c, (w, b) in zip(codes, pairs)]
+    arrays = {prefix: torch.stack(column).contiguous() for prefix, column in zip("wsrb", zip(*parts))}
+    if packed:
+        arrays["w4"] = torch.stack([pack_int4(c) for c in arrays.pop("w")]).contiguous()
+    return arrays, packed
 
 
 def _fp32(t: torch.Tensor) -> torch.Tensor:
@@ -251,12 +297,14 @@ class Int8TOVAStep(_FusedStep):
             "up": [(a.up.weight, a.up.bias) for a in layers],
             "down": [(a.down.weight, a.down.bias) for a in layers],
         }
+        int4 = []  # the products whose weights sit on a 4-bit grid in every layer: read as int4
         for name, pairs in stack.items():
-            parts = [quantize_rows(w) + (_fp32(b),) for w, b in pairs]
-            for prefix, column in zip("wsrb", zip(*parts)):
-                tensors[f"{prefix}_{name}"] = torch.stack(column).contiguous()
-        for prefix, t in zip("wsrb", quantize_rows(model.readout.weight) + (_fp32(model.readout.bias),)):
-            tensors[f"{prefix}_o"] = t
+            arrays, packed = _stacked_product(pairs)
+            tensors.update({f"{prefix}_{name}": t for prefix, t in arrays.items()})
+            int4 += [name] * packed
+        arrays, packed = _stacked_product([(model.readout.weight, model.readout.bias)])
+        tensors.update({f"{prefix}_o": t[0] for prefix, t in arrays.items()})  # one [O, H] matrix
+        self.int4 = (*int4, *["o"] * packed)  # which products read int4 weights (qkv, out, up, down, o)
         for name, get in (("norm1_w", lambda a: a.attention_norm.weight), ("norm1_b", lambda a: a.attention_norm.bias),
                           ("norm2_w", lambda a: a.output_norm.weight), ("norm2_b", lambda a: a.output_norm.bias),
                           ("sink_key", lambda a: a.sink_key), ("sink_value", lambda a: a.sink_value)):

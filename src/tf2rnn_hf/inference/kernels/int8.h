@@ -4,10 +4,14 @@
  * one scale (x + 128), so each dot product is a u8 x s8 sum: AVX512-VNNI's vpdpbusd where the compiler
  * targets it (built with -march=native), AVX2's vpmaddubsw on signed values where only that is there, a loop
  * the compiler vectorises otherwise. The 128 offset is removed with the precomputed row sums.
+ *
+ * A student trained through int4 weights (`--weight_bits 4`) has each row on a 4-bit grid: those products read half
+ * the bytes from `w4` (see gemv4_rows), with the same arithmetic otherwise.
  */
 #ifndef TF2RNN_INT8_H
 #define TF2RNN_INT8_H
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pool.h"
@@ -158,6 +162,70 @@ static void gemv_rows(const int8_t *w, const float *s, const int32_t *rowsum, co
         }
 }
 
+/* Int4 weights packed per row and 128 columns into 64 bytes: byte b holds w[j + b] + 8 (low nibble) and
+ * w[j + 64 + b] + 8 (high), w in [-8, 7], one scale a row, `rowsum` their sums. The sum over xu * (w + 8) less
+ * 8 * sum(xu) is gemv_rows' accumulator, so the result has the same bits as gemv_rows on the unpacked weights. */
+static inline int int4_weight(const uint8_t *w4, int cols, int i, int j) {
+    const uint8_t byte = w4[(int64_t)i * (cols / 2) + j / 128 * 64 + j % 64];
+    return (j % 128 < 64 ? byte & 15 : byte >> 4) - 8;
+}
+
+static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum, const float *b,
+                       const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y, int i0, int i1) {
+    int i = i0;
+#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+    /* Eight rows at a time as gemv_rows, each 64 bytes unpacked into two 64-column vectors (an and, a shift and an
+     * and): int8's two vpdpbusd per 128 columns from half the bytes (benchmarks/probes/int4_gemv.c). */
+    if (cols % 128 == 0) {
+        const int half = cols / 2;
+        const __m512i low = _mm512_set1_epi8(0x0F);
+        int32_t sum_xu[n];  /* each vector's, once: the offset the nibbles' + 8 adds */
+        for (int v = 0; v < n; ++v) {
+            sum_xu[v] = 0;
+            for (int j = 0; j < cols; ++j) sum_xu[v] += xu[(int64_t)v * cols + j];
+        }
+        for (; i + 8 <= i1; i += 8) {
+            const uint8_t *w0 = w4 + (int64_t)i * half;
+            for (int v = 0; v < n; ++v) {
+                const uint8_t *xv0 = xu + (int64_t)v * cols;
+                __m512i a[8];
+                for (int k = 0; k < 8; ++k) a[k] = _mm512_setzero_si512();
+                for (int j = 0; j < cols; j += 128) {
+                    __m512i xl = _mm512_loadu_si512((const void *)(xv0 + j));
+                    __m512i xh = _mm512_loadu_si512((const void *)(xv0 + j + 64));
+                    for (int k = 0; k < 8; ++k) {
+                        __m512i wv = _mm512_loadu_si512((const void *)(w0 + k * half + j / 2));
+                        a[k] = _mm512_dpbusd_epi32(a[k], xl, _mm512_and_si512(wv, low));
+                        a[k] = _mm512_dpbusd_epi32(a[k], xh, _mm512_and_si512(_mm512_srli_epi16(wv, 4), low));
+                    }
+                }
+                const __m128i off = _mm_set1_epi32(8 * sum_xu[v]);
+                for (int k = 0; k < 8; k += 4)
+                    scale4(_mm_sub_epi32(reduce4(a[k], a[k + 1], a[k + 2], a[k + 3]), off), s, rowsum, b, sx[v],
+                           y + (int64_t)v * rows, i + k);
+            }
+        }
+    }
+#endif
+    for (; i < i1; ++i)
+        for (int v = 0; v < n; ++v) {
+            const uint8_t *xv0 = xu + (int64_t)v * cols;
+            int32_t acc = 0;
+            for (int j = 0; j < cols; ++j) acc += (int32_t)xv0[j] * int4_weight(w4, cols, i, j);
+            y[(int64_t)v * rows + i] = (float)(acc - 128 * rowsum[i]) * s[i] * sx[v] + b[i];
+        }
+}
+
+/* Whether gemv4_rows runs vectorised here: the kernels' callers pack int4 weights only then (elsewhere int8's
+ * AVX2 product is the faster). */
+static inline int int4_products_fast(void) {
+#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
                        const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
     gemv_rows(w, s, rowsum, b, xu, sx, n, rows, cols, y, 0, rows);
@@ -165,36 +233,44 @@ static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, c
 
 /* gemv_batch split between this thread and pool.h's helper by rows (pool_claim's `two`), the same bits either way. */
 typedef struct {
-    const int8_t *w; const float *s; const int32_t *rowsum; const float *b; const uint8_t *xu; const float *sx;
-    int n, rows, cols; float *y;
+    const int8_t *w; const uint8_t *w4; const float *s; const int32_t *rowsum; const float *b; const uint8_t *xu;
+    const float *sx; int n, rows, cols; float *y;
 } gemv_job;
 
 static inline void gemv_part(void *ctx, int part, int parts) {
     const gemv_job *j = ctx;
     const int mid = parts == 1 ? j->rows : j->rows / 8 * 4;  /* a multiple of four: gemv_rows' blocks stay whole */
-    gemv_rows(j->w, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
-              part ? j->rows : mid);
+    if (j->w4)
+        gemv4_rows(j->w4, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
+                   part ? j->rows : mid);
+    else
+        gemv_rows(j->w, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
+                  part ? j->rows : mid);
 }
 
-static inline void gemv_split(int two, const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
-                              const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
-    gemv_job j = {w, s, rowsum, b, xu, sx, n, rows, cols, y};
+/* gemv_batch, or with `w4` (not NULL) its int4 weights' product, split by rows as above. */
+static inline void gemv_split(int two, const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum,
+                              const float *b, const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
+    gemv_job j = {w, w4, s, rowsum, b, xu, sx, n, rows, cols, y};
     run_split(two, gemv_part, &j);
 }
 
-/* One activation vector: y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i]. */
-static void gemv(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+/* One activation vector: y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i] (int4 weights from `w4`). */
+static void gemv(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum, const float *b,
                  const uint8_t *xu, float sx, int rows, int cols, float *y) {
-    gemv_batch(w, s, rowsum, b, xu, &sx, 1, rows, cols, y);
+    if (w4)
+        gemv4_rows(w4, s, rowsum, b, xu, &sx, 1, rows, cols, y, 0, rows);
+    else
+        gemv_batch(w, s, rowsum, b, xu, &sx, 1, rows, cols, y);
 }
 
 /* The model's tail after the cell: emb = normalize(readout(h) [+ running token mean]). `q` holds >= H
  * bytes; tsum_out gets tsum + tok (used with `residual`), `seen` counts tokens including this one. */
-static void readout_normalize(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
-                              const float *h, int H, int O, int residual, const float *tok, const float *tsum,
-                              const int64_t *seen, float *tsum_out, uint8_t *q, float *emb) {
+static void readout_normalize(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum,
+                              const float *b, const float *h, int H, int O, int residual, const float *tok,
+                              const float *tsum, const int64_t *seen, float *tsum_out, uint8_t *q, float *emb) {
     float sh = quantize_u8(h, H, q);
-    gemv(w, s, rowsum, b, q, sh, O, H, emb);
+    gemv(w, w4, s, rowsum, b, q, sh, O, H, emb);
     if (residual) {
         float inv_seen = 1.f / (float)(*seen);
         for (int k = 0; k < O; ++k) {

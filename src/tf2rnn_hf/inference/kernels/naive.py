@@ -8,12 +8,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...models import TF2RNNModel, TF2RNNState
-from . import quantize_rows
+from . import int4_codes, quantize_rows
 
 
 def int8_linear(weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """weight @ x + bias as the kernel computes it: int8 rows, the input quantised per call to 8 bits."""
-    q, scale, _ = quantize_rows(weight)
+    """weight @ x + bias as the kernel computes it: int8 rows (int4 where the kernel reads them so, `int4_codes`),
+    the input quantised per call to 8 bits."""
+    q, scale, _ = int4_codes(weight) or quantize_rows(weight)
     sx = x.abs().max().clamp(min=1e-30) / 127 if x.abs().max() > 0 else torch.tensor(1.0)
     xq = torch.round(x / sx)
     return (q.double() @ xq.double()).float() * scale * sx + bias

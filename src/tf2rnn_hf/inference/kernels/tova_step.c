@@ -32,7 +32,13 @@ typedef struct {
     const float *sink_key, *sink_value;                 /* [L, H] */
     const float *sink_output;                           /* [H] */
     const int8_t *w_o; const float *s_o; const int32_t *r_o; const float *b_o; /* readout [O, H] */
+    /* Where not NULL, the same products' weights in int4 (int8.h's gemv4_rows; their s_, r_ and b_ above are the
+     * int4 rows' scales and sums), read instead of the int8 ones: [L, rows, cols / 2] bytes each. */
+    const uint8_t *w4_qkv, *w4_out, *w4_up, *w4_down, *w4_o;
 } tf2rnn_tova_params;
+
+/* Layer l's int4 weights of a product (`offset` in weights), or NULL where that product is int8. */
+#define TF2RNN_W4(p, name, offset) ((p)->w4_##name ? (p)->w4_##name + (offset) / 2 : NULL)
 
 static void layer_norm(float *x, const float *w, const float *b, int n, float eps) {
     float mean = 0.f, var = 0.f;
@@ -268,15 +274,16 @@ static void finish_layer(const tf2rnn_tova_params *p, int two, int l, int n, flo
     const int64_t HH = (int64_t)H * H, IH = (int64_t)I * H;
     float sc[n];
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed + (int64_t)j * H, H, q + (int64_t)j * H);
-    gemv_split(two, p->w_out + l * HH, p->s_out + l * H, p->r_out + l * H, p->b_out + l * H, q, sc, n, H, H, tmp);
+    gemv_split(two, p->w_out + l * HH, TF2RNN_W4(p, out, l * HH), p->s_out + l * H, p->r_out + l * H,
+               p->b_out + l * H, q, sc, n, H, H, tmp);
     add_norm(x, tmp, n, H, p->norm1_w + l * H, p->norm1_b + l * H, p->eps);
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-    gemv_split(two, p->w_up + l * IH, p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I,
+    gemv_split(two, p->w_up + l * IH, TF2RNN_W4(p, up, l * IH), p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I,
                p->b_up + (int64_t)l * I, q, sc, n, I, H, up);
     for (int j = 0; j < n; ++j) gelu(up + (int64_t)j * I, I);  /* per token: its bits do not depend on n */
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up + (int64_t)j * I, I, q + (int64_t)j * I);
-    gemv_split(two, p->w_down + l * IH, p->s_down + l * H, p->r_down + l * H, p->b_down + l * H, q, sc, n, H, I,
-               tmp);
+    gemv_split(two, p->w_down + l * IH, TF2RNN_W4(p, down, l * IH), p->s_down + l * H, p->r_down + l * H,
+               p->b_down + l * H, q, sc, n, H, I, tmp);
     add_norm(x, tmp, n, H, p->norm2_w + l * H, p->norm2_b + l * H, p->eps);
 }
 
@@ -308,8 +315,8 @@ static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const i
     for (int l = 0; l < p->L; ++l) {
         const int64_t HH = (int64_t)H * H;
         for (int j = 0; j < n; ++j) sx[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-        gemv_split(two, p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q,
-                   sx, n, 3 * H, H, qkv);
+        gemv_split(two, p->w_qkv + 3 * l * HH, TF2RNN_W4(p, qkv, 3 * l * HH), p->s_qkv + 3 * l * H,
+                   p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sx, n, 3 * H, H, qkv);
         for (int j = 0; j < n; ++j) {
             const float *keys = in[j][3 * l], *values = in[j][3 * l + 1], *fill = in[j][3 * l + 2];
             float *keys_out = out[j][3 * l], *values_out = out[j][3 * l + 1], *fill_out = out[j][3 * l + 2];
@@ -383,8 +390,8 @@ static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const i
         }
         if (p->weighted) out[j][3 * p->L][0] = total + weight;
         out[j][tail][0] = count + 1.f;
-        readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual, p->table + tokens[j] * H,
-                          tsum[j], seen[j], tsum_out[j], q, emb[j]);
+        readout_normalize(p->w_o, p->w4_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual,
+                          p->table + tokens[j] * H, tsum[j], seen[j], tsum_out[j], q, emb[j]);
     }
 }
 
@@ -452,8 +459,8 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
         float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
         const int64_t HH = (int64_t)H * H;
         for (int j = 0; j < r; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-        gemv_split(two, p->w_qkv + 3 * l * HH, p->s_qkv + 3 * l * H, p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q,
-                   sc, r, 3 * H, H, qkv);
+        gemv_split(two, p->w_qkv + 3 * l * HH, TF2RNN_W4(p, qkv, 3 * l * HH), p->s_qkv + 3 * l * H,
+                   p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sc, r, 3 * H, H, qkv);
         int n = 0;
         kp[n] = p->sink_key + (int64_t)l * H; vp[n] = p->sink_value + (int64_t)l * H; slot_of[n++] = -1;
         for (int s = 0; s < S; ++s) {
@@ -534,7 +541,8 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
     memcpy(out[tail + 1], commit ? mean : pooled, sizeof(float) * H);
     pool_release(two);
 
-    readout_normalize(p->w_o, p->s_o, p->r_o, p->b_o, mean, H, O, p->residual, tok, tsum, seen, tsum_out, q, emb);
+    readout_normalize(p->w_o, p->w4_o, p->s_o, p->r_o, p->b_o, mean, H, O, p->residual, tok, tsum, seen, tsum_out, q,
+                      emb);
 }
 
 /* Undo an in-place step on a live cache `kv` ([L, 2, S, H]: each layer's keys, then values): put back the rows it
@@ -549,3 +557,6 @@ void tf2rnn_tova_restore(float *kv, int32_t L, int32_t W, int32_t S, int32_t H, 
             memcpy(kv + ((int64_t)(2 * l + 1) * S + slot) * H, row + H, sizeof(float) * H);
         }
 }
+
+/* 1 where int4 products run vectorised (AVX512-VNNI): the Python side packs a student's int4 weights only then. */
+int tf2rnn_int4_products(void) { return int4_products_fast(); }
