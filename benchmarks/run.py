@@ -532,7 +532,10 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
                "seconds": time.perf_counter() - t0,
                "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
                            "fused_step": {name: type(k).__name__ if (k := getattr(m, "step_kernel", None)) else None
-                                          for name, m in models.items()}}}
+                                          for name, m in models.items()},
+                           # the products the fused step reads as int4 (a student trained with --weight_bits 4)
+                           "int4_products": {name: list(getattr(getattr(m, "step_kernel", None), "int4", ()))
+                                             for name, m in models.items()}}}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=1))
     for row in rows:

@@ -1085,3 +1085,12 @@ for name in "$L2_QUICK" "$L2_QUICK_INT4"; do
   [ -f "$OUT/weight-bits-$name.json" ] || $PY benchmarks/quality/weight_bits.py "outputs/student-$name" \
     > "$OUT/weight-bits-$name.json"
 done
+# The int4 student's keystroke, served at the default's 32 slots (its fused step reads all five products as int4 on an
+# AVX512-VNNI host: student-speed-v50.json's int4_products), beside the int8 shapes of one and two layers; then where
+# the two-layer keystroke's time goes in each. Alone.
+at_slots "outputs/student-$L2_QUICK_INT4" 32
+[ -f "$OUT/student-speed-v50.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v50.json" \
+  --compare outputs/shape-l1 outputs/shape-l2-s32 "outputs/student-$L2_QUICK_INT4-s32"
+[ -f benchmarks/probes/results/keystroke-overhead-s54-int4.json ] || $PY benchmarks/probes/keystroke_overhead.py \
+  outputs/shape-l2-s32 "outputs/student-$L2_QUICK_INT4-s32" --threads 2 \
+  --output benchmarks/probes/results/keystroke-overhead-s54-int4.json
