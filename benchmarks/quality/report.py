@@ -385,10 +385,16 @@ def padding_table() -> str:
                               "`--train_sampling_strategy group_by_length`)")
 
 
+L2_QUICK = "tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-at369c36c"  # make distill's recipe (student.sh, s53)
+L2_QUICK_INT4 = "tova-l2-quick-int4row-bf16-lr3e-4-grouped-posweight-final4-at8977845"  # the same, --weight_bits 4
+
+
 def weight_bits_table() -> str:
     """Fidelity with every linear weight rounded to fewer bits, weights only (weight_bits.py)."""
     tables = []
-    for name in ("weight-bits", "weight-bits-card"):  # the 90-minute student, then the card's (with int7)
+    # The six-layer 90-minute student and the card's (with int7); then two layers at make distill's budget trained
+    # in fp32 and trained through int4 per row (--weight_bits 4, session 54): rounded after training, or on the grid.
+    for name in ("weight-bits", "weight-bits-card", f"weight-bits-{L2_QUICK}", f"weight-bits-{L2_QUICK_INT4}"):
         r = load(name)
         if r:
             tables.append(format_table(r["schemes"], f"Weight bits (weight_bits.py, {r['model']}, {r['texts']} "
