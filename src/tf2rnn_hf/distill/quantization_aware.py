@@ -2,9 +2,10 @@
 
 A keystroke of an inherited student is bound by the int8 weights it reads, and int4 products read half the bytes
 (benchmarks/probes/int4_gemv.c times them), but rounding a trained student to int4 afterwards costs 0.015-0.07 final
-cosine (benchmarks/quality/weight_bits.py). Training through the rounding lets the weights settle where it costs least. The
-forward sees the rounded weight and the gradient passes to the latent fp32 one unchanged (the straight-through
-estimator); the student is saved with the rounded values, so its plain fp32 forward is the one that was trained.
+cosine (benchmarks/quality/weight_bits.py). Training through the rounding lets the weights settle where it costs
+least. The forward sees the rounded weight and the gradient passes to the latent fp32 one unchanged (the
+straight-through estimator); the student is saved with the rounded values, so its plain fp32 forward is the one that
+was trained, and the fused step reads them as int4 (`inference/kernels`).
 """
 
 from typing import Dict, List, Optional
