@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "../../src/tf2rnn_hf/inference/kernels/int8.h"
+#include "timing.h"
 
 #define LAYERS 6
 #define H 384
@@ -91,17 +92,6 @@ static void gemv_w7(const int8_t *w, const float *s, const int32_t *rowsum, cons
     }
 }
 
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 typedef struct { int rows, cols; int8_t *w, *w7; float *s, *b; int32_t *r, *r7; } mat;
 
 int main(void) {
@@ -135,7 +125,7 @@ int main(void) {
     // Exactness: A and B against int8.h's gemv on every shape.
     for (int k = 0; k < 4; ++k) {
         mat *a = &m[k];
-        gemv(a->w, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
+        gemv(a->w, NULL, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
         for (int v = 0; v < 2; ++v) {
             if (v == 0) gemv_sign_per_row(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y1);
             else gemv_abs_hoisted8(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y1);
@@ -153,7 +143,7 @@ int main(void) {
             double t0 = now();
             for (int k = 0; k < LAYERS * 4; ++k) {
                 mat *a = &m[k];
-                if (v == 0) gemv(a->w, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
+                if (v == 0) gemv(a->w, NULL, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
                 else if (v == 1) gemv_sign_per_row(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y0);
                 else if (v == 2) gemv_abs_hoisted8(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y0);
                 else gemv_w7(a->w7, a->s, a->r7, a->b, xu, sx, a->rows, a->cols, y0);

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "../../src/tf2rnn_hf/inference/kernels/int8.h"
+#include "timing.h"
 
 #if !defined(__AVX512F__) || !defined(__AVX512VNNI__)
 int main(void) {
@@ -95,17 +96,6 @@ static void keystroke(int v, int part, int parts, float *y) {
         int i0 = parts == 1 ? 0 : part ? mid : 0, i1 = parts == 1 ? a->rows : part ? a->rows : mid;
         variants[v](a, a->cols == H ? xu_h : xu_i, a->cols == H ? sx_h : sx_i, y, i0, i1);
     }
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int cmp(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 // Two threads: a round starts when both have arrived at the round's barrier; thread 0 times from there to the next.
