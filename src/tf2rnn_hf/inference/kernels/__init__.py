@@ -135,7 +135,7 @@ def quantize_rows4(weight: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.T
 
 def pack_int4(codes: torch.Tensor) -> torch.Tensor:
     """Codes in [-8, 7] [rows, cols] as int8.h's gemv4_rows reads them: per row and 128 columns, 64 bytes, byte b
-    holding column b + 8 in its low nibble and column 64 + b + 8 in its high one ([rows, cols / 2] uint8)."""
+    holding column b's code + 8 in its low nibble and column 64 + b's in its high one ([rows, cols / 2] uint8)."""
     rows, cols = codes.shape
     u = (codes.to(torch.int16) + 8).to(torch.uint8).reshape(rows, cols // 128, 2, 64)
     return (u[:, :, 0] | (u[:, :, 1] << 4)).reshape(rows, cols // 2).contiguous()
