@@ -393,8 +393,10 @@ def weight_bits_table() -> str:
     """Fidelity with every linear weight rounded to fewer bits, weights only (weight_bits.py)."""
     tables = []
     # The six-layer 90-minute student and the card's (with int7); then two layers at make distill's budget trained
-    # in fp32 and trained through int4 per row (--weight_bits 4, session 54): rounded after training, or on the grid.
-    for name in ("weight-bits", "weight-bits-card", f"weight-bits-{L2_QUICK}", f"weight-bits-{L2_QUICK_INT4}"):
+    # in fp32 and trained through int4 per row (--weight_bits 4, session 54): rounded after training, or on the grid;
+    # then two layers by the release's recipe in fp32 (23,290 steps).
+    for name in ("weight-bits", "weight-bits-card", f"weight-bits-{L2_QUICK}", f"weight-bits-{L2_QUICK_INT4}",
+                 f"weight-bits-{L2_RELEASE}"):
         r = load(name)
         if r:
             tables.append(format_table(r["schemes"], f"Weight bits (weight_bits.py, {r['model']}, {r['texts']} "
@@ -1008,6 +1010,51 @@ def host_table() -> str:
                               "is the teacher's own time (ms), fp32 or bf16 on one or two threads, whichever was faster")
 
 
+L2_RELEASE = "tova-l2-steps23290-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at07011a6"
+L2_RELEASE_INT4 = "tova-l2-steps23290-int4row-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at8977845"
+L2_RELEASE_THEN_INT4 = \
+    "tova-l2-steps23290-then-int4row-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-atf0a2b50"
+# (label, the weight_bits.py file and its scheme, the 32-slot evaluation, (speed run, folder)): two layers trained in
+# fp32, rounded to int4 per row after training, and trained through int4 per row (--weight_bits 4), at two budgets.
+INT4_ROWS = (
+    ("make distill's budget (12,000 texts, 7 min): trained in fp32", (L2_QUICK, "fp32"), None, ("v50", "shape-l2-s32")),
+    ("make distill's budget: the same weights rounded to int4 per row", (L2_QUICK, "int4 per row"), None, None),
+    ("make distill's budget: trained through int4 per row (`--weight_bits 4`)", (L2_QUICK_INT4, "int4 per row"), None,
+     ("v50", f"student-{L2_QUICK_INT4}-s32")),
+    ("the release's budget (300,000 texts, 23,290 steps): trained in fp32", (L2_RELEASE, "fp32"), f"{L2_RELEASE}-s32",
+     ("v51", f"student-{L2_RELEASE}-s32")),
+    ("the release's budget: the same weights rounded to int4 per row", (L2_RELEASE, "int4 per row"), None, None),
+    ("the release's budget: trained through int4 per row (`--weight_bits 4`)", None, f"{L2_RELEASE_INT4}-s32",
+     ("v51", f"student-{L2_RELEASE_INT4}-s32")),
+    ("the release's budget: trained in fp32, then 3,000 steps through int4 per row at lr 1e-4", None,
+     f"{L2_RELEASE_THEN_INT4}-s32", None),
+)
+
+
+def int4_table() -> str:
+    """Two layers trained in fp32 or through int4 weights: fidelity (weight_bits.py's 1,000 texts at the trained 128
+    slots; `tf2rnn evaluate` at the served 32), STS-B, and the keystroke (int4 products where the weights are int4)."""
+    rows = {}
+    for label, bits, evaluated, timed in INT4_ROWS:
+        row = {}
+        if bits and (r := load(f"weight-bits-{bits[0]}")):
+            scores = r["schemes"][bits[1]]
+            row.update({"final cosine (weight_bits.py)": scores["final_cosine"],
+                        "NA@10 (weight_bits.py)": scores["neighbour_agreement@10"]})
+        if evaluated and (r := load(f"student-{evaluated}-eval")):
+            fid = r["suites"]["fidelity"]["student"]
+            row.update({"final cosine (32 slots)": fid["final_cosine"], "NA@10 (32 slots)": fid["neighbour_agreement@10"],
+                        "STS-B": r["suites"]["sts-b"]["student"]["spearman"]})
+        if timed and (speed := load(f"student-speed-{timed[0]}")):
+            ratios = _int8_ratios(speed, prefix="")
+            row.update({f"x cheaper @{n} ({timed[0]})": ratios[(timed[1], n)] for n in (64, 256) if (timed[1], n) in ratios})
+        if row:
+            rows[label] = row
+    return format_table(rows, "Int4 weights (student.sh, session 54, the Zen 5 host): two whole layers trained in fp32, "
+                              "rounded to int4 per row after training, or trained through it; per keystroke at 32 slots, "
+                              "int8 products or int4 where the weights are, alone") if rows else ""
+
+
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
 THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer (Python rows, fp32)",
                "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at87144e7"),
@@ -1164,7 +1211,7 @@ def main():
     out.append(scale_table())
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
-                           one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(), host_table(),
+                           one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(), host_table(), int4_table(),
                            corpus_table(), documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:

@@ -1116,3 +1116,15 @@ done
   > "$OUT/weight-bits-$L2_RELEASE.json"
 [ -f "$OUT/student-speed-v51.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v51.json" \
   --compare outputs/shape-l1 "outputs/student-$L2_RELEASE-s32" "outputs/student-$L2_RELEASE_INT4-s32"
+# -> trained through int4 from the start at the release's lr 5e-4, two layers lost 0.042 final cosine in training (0.906 /
+# 0.692 against 0.948 / 0.721): the loss rose from 0.099 to 0.131 over the first 1.5 epochs at the peak rate and ended at
+# 0.096 where the control's reached 0.045 (at make distill's lr 3e-4 the pair stayed within 0.006). The usual second
+# stage instead: the control's trained weights, then 3,000 steps (0.64 epoch) through int4 per row at lr 1e-4, served at
+# 32 slots and scored on every suite. Alone.
+L2_RELEASE_THEN_INT4=tova-l2-steps23290-then-int4row-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-atf0a2b50
+distill_row "$L2_RELEASE_THEN_INT4" --num_hidden_layers 2 "${RELEASE_STEPS[@]}" --init_from "outputs/student-$L2_RELEASE" \
+  --weight_bits 4 --learning_rate 1e-4 --max_steps 3000
+at_slots "outputs/student-$L2_RELEASE_THEN_INT4" 32
+evaluate "$L2_RELEASE_THEN_INT4-s32"
+# -> 0.940 / 0.711 in training (3.7 minutes at 874 samples/s); at 32 slots 0.9335 / 0.658 / STS-B 79.81 against the
+# control's 0.9414 / 0.671 / 80.17, at v51's int4 122x / 324x per keystroke against the control's 103x / 249x.
