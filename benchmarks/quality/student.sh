@@ -1128,3 +1128,10 @@ at_slots "outputs/student-$L2_RELEASE_THEN_INT4" 32
 evaluate "$L2_RELEASE_THEN_INT4-s32"
 # -> 0.940 / 0.711 in training (3.7 minutes at 874 samples/s); at 32 slots 0.9335 / 0.658 / STS-B 79.81 against the
 # control's 0.9414 / 0.671 / 80.17, at v51's int4 122x / 324x per keystroke against the control's 103x / 249x.
+# A longer second stage: 9,000 steps (1.9 epochs) at lr 1e-4 from the same control, as the one above otherwise: does the
+# 0.008 that 3,000 steps left (STS-B 79.81) shrink with the steps? Alone.
+L2_RELEASE_THEN_INT4_9K=tova-l2-steps23290-then-int4row-9000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-at35a8944
+distill_row "$L2_RELEASE_THEN_INT4_9K" --num_hidden_layers 2 "${RELEASE_STEPS[@]}" --init_from "outputs/student-$L2_RELEASE" \
+  --weight_bits 4 --learning_rate 1e-4 --max_steps 9000
+at_slots "outputs/student-$L2_RELEASE_THEN_INT4_9K" 32
+evaluate "$L2_RELEASE_THEN_INT4_9K-s32"

@@ -78,3 +78,5 @@ def test_round_linear_weights_covers_every_linear_and_states_use_plain_names():
         round_linear_weights(nn.Sequential(nn.Embedding(4, 4)), 4)
     with pytest.raises(ValueError, match="do not split into groups"):
         round_linear_weights(nn.Sequential(nn.Linear(30, 4)), 4, 32)
+    with pytest.raises(ValueError, match="'0' is a GRU, whose weights would stay unrounded"):
+        round_linear_weights(nn.Sequential(nn.GRU(8, 8), nn.Linear(8, 4)), 4)

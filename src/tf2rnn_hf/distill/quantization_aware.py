@@ -48,6 +48,10 @@ def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = Non
     plain state (`weight`, as `plain_state_dict` writes it) into their latent weights."""
     if has_rounded_weights(model):
         raise ValueError(f"{type(model).__name__} rounds its linear weights already (round_linear_weights ran).")
+    recurrent = [(name, type(m).__name__) for name, m in model.named_modules() if isinstance(m, nn.RNNBase)]
+    if recurrent:  # its gate weights would stay fp32 while the readout rounds: not the int-N student asked for
+        raise ValueError(f"Rounded weights cover nn.Linear layers only; {recurrent[0][0]!r} is a {recurrent[0][1]}, "
+                         "whose weights would stay unrounded. Use an attention-like cell (tova_attention).")
     names = []
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear):
