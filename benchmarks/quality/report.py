@@ -1014,6 +1014,8 @@ L2_RELEASE = "tova-l2-steps23290-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-
 L2_RELEASE_INT4 = "tova-l2-steps23290-int4row-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at8977845"
 L2_RELEASE_THEN_INT4 = \
     "tova-l2-steps23290-then-int4row-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-atf0a2b50"
+L2_RELEASE_THEN_INT4_9K = \
+    "tova-l2-steps23290-then-int4row-9000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-at35a8944"
 # (label, the weight_bits.py file and its scheme, the 32-slot evaluation, (speed run, folder)): two layers trained in
 # fp32, rounded to int4 per row after training, and trained through int4 per row (--weight_bits 4), at two budgets.
 INT4_ROWS = (
@@ -1028,6 +1030,8 @@ INT4_ROWS = (
      ("v51", f"student-{L2_RELEASE_INT4}-s32")),
     ("the release's budget: trained in fp32, then 3,000 steps through int4 per row at lr 1e-4", None,
      f"{L2_RELEASE_THEN_INT4}-s32", None),
+    ("the release's budget: trained in fp32, then 9,000 steps through int4 per row at lr 1e-4", None,
+     f"{L2_RELEASE_THEN_INT4_9K}-s32", None),
 )
 
 
