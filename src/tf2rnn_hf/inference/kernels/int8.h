@@ -226,9 +226,19 @@ static inline int int4_products_fast(void) {
 #endif
 }
 
-static void gemv_batch(const int8_t *w, const float *s, const int32_t *rowsum, const float *b,
+/* Rows i0 <= i < i1 of n vectors' product: gemv_rows, or gemv4_rows where the weights are int4 (`w4` not NULL). */
+static inline void gemv_batch_rows(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum,
+                                   const float *b, const uint8_t *xu, const float *sx, int n, int rows, int cols,
+                                   float *y, int i0, int i1) {
+    if (w4)
+        gemv4_rows(w4, s, rowsum, b, xu, sx, n, rows, cols, y, i0, i1);
+    else
+        gemv_rows(w, s, rowsum, b, xu, sx, n, rows, cols, y, i0, i1);
+}
+
+static void gemv_batch(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum, const float *b,
                        const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
-    gemv_rows(w, s, rowsum, b, xu, sx, n, rows, cols, y, 0, rows);
+    gemv_batch_rows(w, w4, s, rowsum, b, xu, sx, n, rows, cols, y, 0, rows);
 }
 
 /* gemv_batch split between this thread and pool.h's helper by rows (pool_claim's `two`), the same bits either way. */
@@ -240,15 +250,11 @@ typedef struct {
 static inline void gemv_part(void *ctx, int part, int parts) {
     const gemv_job *j = ctx;
     const int mid = parts == 1 ? j->rows : j->rows / 8 * 4;  /* a multiple of four: gemv_rows' blocks stay whole */
-    if (j->w4)
-        gemv4_rows(j->w4, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
-                   part ? j->rows : mid);
-    else
-        gemv_rows(j->w, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
-                  part ? j->rows : mid);
+    gemv_batch_rows(j->w, j->w4, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
+                    part ? j->rows : mid);
 }
 
-/* gemv_batch, or with `w4` (not NULL) its int4 weights' product, split by rows as above. */
+/* gemv_batch (int4 weights from `w4` where not NULL) split by rows as above. */
 static inline void gemv_split(int two, const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum,
                               const float *b, const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
     gemv_job j = {w, w4, s, rowsum, b, xu, sx, n, rows, cols, y};
@@ -258,10 +264,7 @@ static inline void gemv_split(int two, const int8_t *w, const uint8_t *w4, const
 /* One activation vector: y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i] (int4 weights from `w4`). */
 static void gemv(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum, const float *b,
                  const uint8_t *xu, float sx, int rows, int cols, float *y) {
-    if (w4)
-        gemv4_rows(w4, s, rowsum, b, xu, &sx, 1, rows, cols, y, 0, rows);
-    else
-        gemv_batch(w, s, rowsum, b, xu, &sx, 1, rows, cols, y);
+    gemv_batch(w, w4, s, rowsum, b, xu, &sx, 1, rows, cols, y);
 }
 
 /* The model's tail after the cell: emb = normalize(readout(h) [+ running token mean]). `q` holds >= H
