@@ -387,6 +387,14 @@ def padding_table() -> str:
 
 L2_QUICK = "tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-at369c36c"  # make distill's recipe (student.sh, s53)
 L2_QUICK_INT4 = "tova-l2-quick-int4row-bf16-lr3e-4-grouped-posweight-final4-at8977845"  # the same, --weight_bits 4
+# Session 54's release-budget rows: a control by the release's recipe and step count, int4 from the start, and int4 as
+# a second stage of 3,000 and 9,000 steps from the control.
+L2_RELEASE = "tova-l2-steps23290-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at07011a6"
+L2_RELEASE_INT4 = "tova-l2-steps23290-int4row-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at8977845"
+L2_RELEASE_THEN_INT4 = \
+    "tova-l2-steps23290-then-int4row-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-atf0a2b50"
+L2_RELEASE_THEN_INT4_9K = \
+    "tova-l2-steps23290-then-int4row-9000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-at35a8944"
 
 
 def weight_bits_table() -> str:
@@ -1010,12 +1018,6 @@ def host_table() -> str:
                               "is the teacher's own time (ms), fp32 or bf16 on one or two threads, whichever was faster")
 
 
-L2_RELEASE = "tova-l2-steps23290-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at07011a6"
-L2_RELEASE_INT4 = "tova-l2-steps23290-int4row-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at8977845"
-L2_RELEASE_THEN_INT4 = \
-    "tova-l2-steps23290-then-int4row-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-atf0a2b50"
-L2_RELEASE_THEN_INT4_9K = \
-    "tova-l2-steps23290-then-int4row-9000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-at35a8944"
 # (label, the weight_bits.py file and its scheme, the 32-slot evaluation, (speed run, folder)): two layers trained in
 # fp32, rounded to int4 per row after training, and trained through int4 per row (--weight_bits 4), at two budgets.
 INT4_ROWS = (
