@@ -24,19 +24,24 @@ from torch import nn
 from tf2rnn_hf.data import trajectories
 from tf2rnn_hf.data.corpus import load_texts
 from tf2rnn_hf.data.teacher import Teacher, teacher_name_of
-from tf2rnn_hf.distill.quantization_aware import round_weight
+from tf2rnn_hf.distill.quantization_aware import clip_ratios, round_weight
 from tf2rnn_hf.evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
 from tf2rnn_hf.models import TF2RNNModel
 
 MODEL = "outputs/student-tova-l6-sampled-90-lr3e-4-grouped-final4"
 FFN = ("up", "down")
-# name: (bits, columns per scale (None: the whole row), the layers it rounds to those bits (None: all); the
-# rest stay at int8 per row, as the fused kernel holds them)
-SCHEMES = {"fp32": (32, None, None), "int8 per row": (8, None, None), "int7 per row": (7, None, None),
-           "int4 per row": (4, None, None),
-           "int4 per 128 columns": (4, 128, None), "int4 per 64 columns": (4, 64, None),
-           "int4 per 32 columns": (4, 32, None),
-           "int4 per 32 columns, feed-forward only": (4, 32, FFN)}
+CELL = ("query", "key", "value", "out") + FFN  # an inherited layer's products: all but the readout
+# name: (bits, columns per scale (None: the whole row), the layers it rounds to those bits (None: all; the rest stay
+# at int8 per row, as the fused kernel holds them), whether each scale is clipped by `clip_ratios`, as --weight_bits
+# trains them)
+SCHEMES = {"fp32": (32, None, None, False), "int8 per row": (8, None, None, False),
+           "int7 per row": (7, None, None, False), "int4 per row": (4, None, None, False),
+           "int4 per 128 columns": (4, 128, None, False), "int4 per 64 columns": (4, 64, None, False),
+           "int4 per 32 columns": (4, 32, None, False),
+           "int4 per 32 columns, feed-forward only": (4, 32, FFN, False),
+           "int4 per row, clipped": (4, None, None, True),
+           "int4 per row, readout int8": (4, None, CELL, False),
+           "int4 per row, clipped, readout int8 (--weight_bits 4)": (4, None, CELL, True)}
 
 
 @torch.no_grad()
@@ -49,10 +54,13 @@ def main(model_path: str = MODEL, n_texts: int = 1000) -> Dict[str, dict]:
     linears = {name: m for name, m in model.named_modules() if isinstance(m, nn.Linear)}
     original = {name: m.weight.detach().clone() for name, m in linears.items()}
     result, reference = {}, None
-    for scheme, (bits, group, only) in SCHEMES.items():
+    for scheme, (bits, group, only, clip) in SCHEMES.items():
         for name, m in linears.items():
-            chosen = only is None or name.rsplit(".", 1)[-1] in only
-            m.weight.copy_(round_weight(original[name], *((bits, group) if chosen else (8, None))))
+            w = original[name]
+            if only is None or name.rsplit(".", 1)[-1] in only:
+                m.weight.copy_(round_weight(w, bits, group, clip_ratios(w, bits, group) if clip else None))
+            else:
+                m.weight.copy_(round_weight(w, 8))
         predicted = student_trajectories(model, rows)
         finals = torch.stack([p[-1] for p in predicted])
         reference = finals if reference is None else reference

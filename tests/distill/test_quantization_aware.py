@@ -5,8 +5,10 @@ from torch.nn.utils import parametrize
 
 from tf2rnn_hf.distill.quantization_aware import (
     RoundedWeight,
+    clip_ratios,
     has_rounded_weights,
     plain_state_dict,
+    refresh_clip_ratios,
     round_linear_weights,
     round_weight,
 )
@@ -32,6 +34,39 @@ def test_round_weight_puts_each_row_or_group_on_the_int4_grid(group):
     assert ((r - w).reshape(6, -1, size).abs() <= step / 2 + 1e-6).all()
     assert torch.equal(round_weight(r, 4, group), r)  # rounding twice changes nothing
     assert torch.equal(round_weight(w, 32), w)
+
+
+@pytest.mark.parametrize("group", [None, 64])
+def test_clip_ratios_trade_a_rows_outliers_for_a_finer_step_and_keep_a_weight_on_its_grid(group):
+    torch.manual_seed(0)
+    w = torch.randn(6, 256)
+    ratios = clip_ratios(w, 4, group)
+    assert ratios.shape == (6, 256 // (group or 256), 1)
+    clipped, plain = round_weight(w, 4, group, ratios), round_weight(w, 4, group)
+    errors = [(r - w).reshape(6, -1, group or 256).square().sum(-1) for r in (clipped, plain)]
+    assert (errors[0] <= errors[1]).all() and (ratios < 1).any()  # 1.0 is a candidate: never worse than no clip
+    assert errors[0].sum() < 0.9 * errors[1].sum()  # a Gaussian row's largest values are rare: clip them
+    levels = _levels(clipped, group or 256)  # still a symmetric int4 grid, its scale at the clipped values
+    assert torch.allclose(levels, levels.round(), atol=1e-4) and levels.abs().max() <= 7 + 1e-4
+    assert torch.equal(clip_ratios(clipped, 4, group), torch.ones_like(ratios))  # on its grid: nothing to clip
+    # rounded again, the same values up to a float ulp (the scale is recomputed as 7 steps / 7)
+    assert torch.allclose(round_weight(clipped, 4, group, clip_ratios(clipped, 4, group)), clipped, atol=1e-6, rtol=0)
+
+
+def test_rounded_weight_searches_its_clipping_once_and_again_after_a_refresh():
+    torch.manual_seed(0)
+    layer = nn.Linear(64, 8)
+    parametrize.register_parametrization(layer, "weight", RoundedWeight(4, clip=True))
+    rounding = layer.parametrizations.weight[0]
+    latent = layer.parametrizations.weight.original
+    assert torch.equal(layer.weight, round_weight(latent, 4, clip=clip_ratios(latent.detach(), 4)))
+    searched = rounding.ratios
+    with torch.no_grad():
+        latent[:, 3] *= 8  # the weight moves: the cached ratios stay until a refresh
+    assert rounding.ratios is searched and torch.equal(layer.weight, round_weight(latent, 4, clip=searched))
+    refresh_clip_ratios(layer)
+    assert torch.equal(layer.weight, round_weight(latent, 4, clip=clip_ratios(latent.detach(), 4)))
+    assert not torch.equal(rounding.ratios, searched)
 
 
 def test_round_weight_refuses_a_group_that_does_not_split_the_row():
@@ -76,6 +111,9 @@ def test_round_linear_weights_covers_every_linear_and_states_use_plain_names():
     assert torch.equal(again[1].parametrizations.weight.original, latent)
     with pytest.raises(ValueError, match="no nn.Linear weights"):
         round_linear_weights(nn.Sequential(nn.Embedding(4, 4)), 4)
+    kept = nn.Sequential(nn.Linear(32, 64), nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 32)))
+    assert round_linear_weights(kept, 4, keep=("1",)) == ["0"]  # a kept module and those under it stay fp32
+    assert not parametrize.is_parametrized(kept[1][0], "weight")
     with pytest.raises(ValueError, match="do not split into groups"):
         round_linear_weights(nn.Sequential(nn.Linear(30, 4)), 4, 32)
     with pytest.raises(ValueError, match="'0' is a GRU, whose weights would stay unrounded"):

@@ -241,8 +241,8 @@ def _rounded_run(teacher, data, out, resume=None):
         disable_tqdm=True, weight_bits=4)
     trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
                                   data_collator=TrajectoryCollator(tok.pad_token_id))
-    linears = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
-    assert linears and all(parametrize.is_parametrized(m, "weight") for m in linears.values())
+    linears = {n: m for n, m in model.named_modules() if parametrize.is_parametrized(m, "weight")}
+    assert linears and all(isinstance(m, torch.nn.Linear) for m in linears.values())
     before = {n: m.parametrizations.weight.original.detach().clone() for n, m in linears.items()}
     trainer.train(resume_from_checkpoint=resume)
     assert all(not torch.equal(m.parametrizations.weight.original, before[n]) for n, m in linears.items())
@@ -256,10 +256,12 @@ def test_weight_bits_trains_through_int4_saves_the_rounded_student_and_resumes(t
     trainer, tok, linears = _rounded_run(teacher, data, tmp_path / "run")
     trainer.save_model(str(tmp_path / "student"))
     saved = TF2RNNModel.from_pretrained(tmp_path / "student").eval()
+    assert "readout" not in linears  # the readout stays fp32, as it trained
     for name, m in saved.named_modules():
-        if isinstance(m, torch.nn.Linear):
+        if name in linears:
             assert torch.equal(m.weight, linears[name].weight)  # the rounded values, under the plain name
-            assert torch.equal(round_weight(m.weight, 4), m.weight)  # on the int4 grid already
+            assert torch.allclose(round_weight(m.weight, 4), m.weight, atol=1e-6, rtol=0)  # on the int4 grid already
+    assert not torch.allclose(round_weight(saved.readout.weight, 4), saved.readout.weight, atol=1e-6, rtol=0)
     ids = torch.tensor([tok("The quiet river flows near the bridge.")["input_ids"]])
     trainer.model.eval()
     with torch.no_grad():

@@ -8,16 +8,18 @@ straight-through estimator); the student is saved with the rounded values, so it
 was trained, and the fused step reads them as int4 (`inference/kernels`).
 """
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence
 
 import torch
 from torch import nn
 from torch.nn.utils import parametrize
 
 
-def round_weight(weight: torch.Tensor, bits: int, group: Optional[int] = None) -> torch.Tensor:
+def round_weight(weight: torch.Tensor, bits: int, group: Optional[int] = None,
+                 clip: Optional[torch.Tensor] = None) -> torch.Tensor:
     """`weight` [rows, cols] rounded to symmetric `bits`-bit integers (levels -(2^(bits-1) - 1) .. 2^(bits-1) - 1),
-    one scale per `group` columns of each row (None: per row), returned as floats on that grid."""
+    one scale per `group` columns of each row (None: per row), returned as floats on that grid. Each scale spans the
+    block's largest magnitude, or that times `clip` ([rows, blocks, 1], as `clip_ratios` returns), the rest clipped."""
     if bits >= 32:
         return weight.clone()
     if bits < 2:
@@ -28,24 +30,59 @@ def round_weight(weight: torch.Tensor, bits: int, group: Optional[int] = None) -
     blocks = weight.reshape(rows, -1, group or cols)
     qmax = 2 ** (bits - 1) - 1
     scale = blocks.abs().amax(-1, keepdim=True).clamp(min=1e-12) / qmax
+    if clip is not None:
+        scale = scale * clip
     return (torch.round(blocks / scale).clamp(-qmax, qmax) * scale).reshape(rows, cols)
 
 
-class RoundedWeight(nn.Module):
-    """A parametrization: the weight as `round_weight` leaves it, with the gradient of the unrounded one."""
+CLIP_RATIOS = tuple(round(1 - 0.05 * i, 2) for i in range(15))  # 1.0 down to 0.3: a trained down projection's best
+# int4 rows reach 0.5 (benchmarks/quality/results/int4-clip-*.json)
 
-    def __init__(self, bits: int, group: Optional[int] = None):
+
+def clip_ratios(weight: torch.Tensor, bits: int, group: Optional[int] = None) -> torch.Tensor:
+    """Each block's ratio among `CLIP_RATIOS` whose `round_weight` leaves the least squared error ([rows, blocks, 1]).
+    With 15 levels a row's few largest values set a coarse step for all the others; clipping them is usually cheaper."""
+    rows, cols = weight.shape
+    size = group or cols
+    best = best_error = None
+    for ratio in CLIP_RATIOS:
+        clip = torch.full((rows, cols // size, 1), ratio, dtype=weight.dtype, device=weight.device)
+        error = (round_weight(weight, bits, group, clip) - weight).reshape(rows, -1, size).square().sum(-1, True)
+        if best is None:
+            best, best_error = clip, error
+        else:  # strictly less: a tie keeps the larger ratio, so a weight on the grid already stays where it is
+            better = error < best_error
+            best, best_error = torch.where(better, clip, best), torch.where(better, error, best_error)
+    return best
+
+
+class RoundedWeight(nn.Module):
+    """A parametrization: the weight as `round_weight` leaves it, with the gradient of the unrounded one. With `clip`,
+    the scales are clipped by `clip_ratios`, searched at the first forward and again after each `refresh`: the search
+    rounds the weight 15 times, too slow for every step, and the ratios move slowly with the weight."""
+
+    def __init__(self, bits: int, group: Optional[int] = None, clip: bool = False):
         super().__init__()
-        self.bits, self.group = bits, group
+        self.bits, self.group, self.clip = bits, group, clip
+        self.ratios: Optional[torch.Tensor] = None  # not a buffer: a state is the plain weights, nothing else
+
+    def refresh(self) -> None:
+        """Search the clipping ratios again at the next forward."""
+        self.ratios = None
 
     def forward(self, weight: torch.Tensor) -> torch.Tensor:
-        return weight + (round_weight(weight.detach(), self.bits, self.group) - weight.detach())
+        latent = weight.detach()
+        if self.clip and self.ratios is None:
+            self.ratios = clip_ratios(latent, self.bits, self.group)
+        return weight + (round_weight(latent, self.bits, self.group, self.ratios) - latent)
 
 
-def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = None) -> List[str]:
-    """Make every `nn.Linear` of `model` run on its weight rounded to int-`bits` (`RoundedWeight`); returns their
-    names. The token table is an embedding and stays fp32, as the int8 kernels keep it. The modules still load a
-    plain state (`weight`, as `plain_state_dict` writes it) into their latent weights."""
+def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = None, clip: bool = False,
+                         keep: Sequence[str] = ()) -> List[str]:
+    """Make every `nn.Linear` of `model` run on its weight rounded to int-`bits` (`RoundedWeight`), except those
+    named in `keep` or under them; returns their names. The token table is an embedding and stays fp32, as the int8
+    kernels keep it. The modules still load a plain state (`weight`, as `plain_state_dict` writes it) into their
+    latent weights."""
     if has_rounded_weights(model):
         raise ValueError(f"{type(model).__name__} rounds its linear weights already (round_linear_weights ran).")
     recurrent = [(name, type(m).__name__) for name, m in model.named_modules() if isinstance(m, nn.RNNBase)]
@@ -54,9 +91,9 @@ def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = Non
                          "whose weights would stay unrounded. Use an attention-like cell (tova_attention).")
     names = []
     for name, module in model.named_modules():
-        if isinstance(module, nn.Linear):
+        if isinstance(module, nn.Linear) and not any(name == k or name.startswith(k + ".") for k in keep):
             round_weight(module.weight.detach(), bits, group)  # a group that does not divide the row fails here
-            parametrize.register_parametrization(module, "weight", RoundedWeight(bits, group))
+            parametrize.register_parametrization(module, "weight", RoundedWeight(bits, group, clip))
             module.register_load_state_dict_pre_hook(_load_plain_weight)
             names.append(name)
     if not names:
@@ -67,9 +104,17 @@ def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = Non
 def _load_plain_weight(module, state_dict, prefix, *args) -> None:
     if prefix + "weight" in state_dict and prefix + _LATENT not in state_dict:
         state_dict[prefix + _LATENT] = state_dict.pop(prefix + "weight")
+    refresh_clip_ratios(module)  # searched on the weight this load replaces
 
 
 _LATENT = "parametrizations.weight.original"  # where a parametrized module keeps its unrounded weight
+
+
+def refresh_clip_ratios(model: nn.Module) -> None:
+    """Have every clipped `RoundedWeight` of `model` search its ratios again at its next forward."""
+    for module in model.modules():
+        if isinstance(module, RoundedWeight):
+            module.refresh()
 
 
 def has_rounded_weights(model: nn.Module) -> bool:
