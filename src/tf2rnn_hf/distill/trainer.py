@@ -60,7 +60,7 @@ class DistillationTrainer(Trainer):
             self._use_row_sparse_embeddings()
         if args.weight_bits is not None and not has_rounded_weights(self.model):  # before the optimizer is made
             # The readout stays fp32 (int8 in the fused step): 4% of two layers' weight bytes, yet rounding it to
-            # int4 after training cost 0.030 of the 0.053 final cosine the whole student lost (int4-clip-*.json).
+            # int4 after training cost 0.030 of the 0.053 final cosine the whole student lost (weight_bits.py).
             round_linear_weights(self.model, args.weight_bits, args.weight_group, clip=True, keep=("readout",))
             self.add_callback(_ClipRatioCallback(self.model))
         self._final_save = False
