@@ -1076,6 +1076,9 @@ on_source "$L2_RELEASE" dict-foldoc
 L2_RELEASE_NO_FOLDOC=tova-l2-steps23290-no-foldoc-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at07011a6
 distill_row "$L2_RELEASE_NO_FOLDOC" --num_hidden_layers 2 "${RELEASE_STEPS[@]}" --exclude_sources dict-foldoc
 on_source "$L2_RELEASE_NO_FOLDOC" dict-foldoc
+# -> (session 55, alone) without FOLDOC's 22,592 texts, 5.37 epochs of the other 277,408 at 846 samples/s: on FOLDOC's
+# held-out sentences 0.887 / 0.510 against the control's 0.916 / 0.583, 0.073 NA@10 lost (make distill's budget:
+# 0.046); across sources in training 0.948 / 0.720, the control's. The left-out gap grows with the budget: missed.
 # Session 54: int4 weights, the lever left for the keystroke (two layers' products: benchmarks/probes/int4_gemv.c).
 # Rounded after training, int4 per row cost the six-layer student 0.068 final cosine (weight-bits.json). Two layers
 # at make distill's budget trained through int4 per row (--weight_bits 4, quantisation-aware), against the control
