@@ -8,7 +8,6 @@ from tf2rnn_hf.distill.quantization_aware import (
     clip_ratios,
     has_rounded_weights,
     plain_state_dict,
-    refresh_clip_ratios,
     round_linear_weights,
     round_weight,
 )
@@ -51,22 +50,6 @@ def test_clip_ratios_trade_a_rows_outliers_for_a_finer_step_and_keep_a_weight_on
     assert torch.equal(clip_ratios(clipped, 4, group), torch.ones_like(ratios))  # on its grid: nothing to clip
     # rounded again, the same values up to a float ulp (the scale is recomputed as 7 steps / 7)
     assert torch.allclose(round_weight(clipped, 4, group, clip_ratios(clipped, 4, group)), clipped, atol=1e-6, rtol=0)
-
-
-def test_rounded_weight_searches_its_clipping_once_and_again_after_a_refresh():
-    torch.manual_seed(0)
-    layer = nn.Linear(64, 8)
-    parametrize.register_parametrization(layer, "weight", RoundedWeight(4, clip=True))
-    rounding = layer.parametrizations.weight[0]
-    latent = layer.parametrizations.weight.original
-    assert torch.equal(layer.weight, round_weight(latent, 4, clip=clip_ratios(latent.detach(), 4)))
-    searched = rounding.ratios
-    with torch.no_grad():
-        latent[:, 3] *= 8  # the weight moves: the cached ratios stay until a refresh
-    assert rounding.ratios is searched and torch.equal(layer.weight, round_weight(latent, 4, clip=searched))
-    refresh_clip_ratios(layer)
-    assert torch.equal(layer.weight, round_weight(latent, 4, clip=clip_ratios(latent.detach(), 4)))
-    assert not torch.equal(rounding.ratios, searched)
 
 
 def test_round_weight_refuses_a_group_that_does_not_split_the_row():

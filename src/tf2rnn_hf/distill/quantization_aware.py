@@ -5,8 +5,9 @@ A keystroke of an inherited student is bound by the int8 weights it reads, and i
 cosine (benchmarks/quality/weight_bits.py). Training through the rounding lets the weights settle where it costs
 least. The forward sees the rounded weight and the gradient passes to the latent fp32 one unchanged (the
 straight-through estimator); the student is saved with the rounded values, so its plain fp32 forward is the one that
-was trained, and the fused step reads them as int4 (`inference/kernels`). Each row's scale may be clipped below its
-largest value (`clip_ratios`), which rounds the rest finer; the trainer keeps the readout unrounded.
+was trained, and the fused step reads them as int4 (`inference/kernels`). The trainer keeps the readout unrounded.
+A row's scale clipped below its largest value (`clip_ratios`) rounds a trained weight closer, and after training that
+pays; trained through, it cost more than it bought (docs/experiments.md, session 55).
 """
 
 from typing import Dict, List, Optional, Sequence
@@ -42,7 +43,9 @@ CLIP_RATIOS = tuple(round(1 - 0.05 * i, 2) for i in range(15))  # 1.0 down to 0.
 
 def clip_ratios(weight: torch.Tensor, bits: int, group: Optional[int] = None) -> torch.Tensor:
     """Each block's ratio among `CLIP_RATIOS` whose `round_weight` leaves the least squared error ([rows, blocks, 1]).
-    With 15 levels a row's few largest values set a coarse step for all the others; clipping them is usually cheaper."""
+    With 15 levels a row's few largest values set a coarse step for all the others; clipping them is usually cheaper
+    for a weight rounded after training (weight_bits.py). Not for training through: there the straight-through
+    gradient keeps moving the clipped values it cannot see (0.003 final cosine lost against each row's maximum)."""
     rows, cols = weight.shape
     size = group or cols
     best = best_error = None
@@ -58,27 +61,17 @@ def clip_ratios(weight: torch.Tensor, bits: int, group: Optional[int] = None) ->
 
 
 class RoundedWeight(nn.Module):
-    """A parametrization: the weight as `round_weight` leaves it, with the gradient of the unrounded one. With `clip`,
-    the scales are clipped by `clip_ratios`, searched at the first forward and again after each `refresh`: the search
-    rounds the weight 15 times, too slow for every step, and the ratios move slowly with the weight."""
+    """A parametrization: the weight as `round_weight` leaves it, with the gradient of the unrounded one."""
 
-    def __init__(self, bits: int, group: Optional[int] = None, clip: bool = False):
+    def __init__(self, bits: int, group: Optional[int] = None):
         super().__init__()
-        self.bits, self.group, self.clip = bits, group, clip
-        self.ratios: Optional[torch.Tensor] = None  # not a buffer: a state is the plain weights, nothing else
-
-    def refresh(self) -> None:
-        """Search the clipping ratios again at the next forward."""
-        self.ratios = None
+        self.bits, self.group = bits, group
 
     def forward(self, weight: torch.Tensor) -> torch.Tensor:
-        latent = weight.detach()
-        if self.clip and self.ratios is None:
-            self.ratios = clip_ratios(latent, self.bits, self.group)
-        return weight + (round_weight(latent, self.bits, self.group, self.ratios) - latent)
+        return weight + (round_weight(weight.detach(), self.bits, self.group) - weight.detach())
 
 
-def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = None, clip: bool = False,
+def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = None,
                          keep: Sequence[str] = ()) -> List[str]:
     """Make every `nn.Linear` of `model` run on its weight rounded to int-`bits` (`RoundedWeight`), except those
     named in `keep` or under them; returns their names. The token table is an embedding and stays fp32, as the int8
@@ -94,7 +87,7 @@ def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = Non
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear) and not any(name == k or name.startswith(k + ".") for k in keep):
             round_weight(module.weight.detach(), bits, group)  # a group that does not divide the row fails here
-            parametrize.register_parametrization(module, "weight", RoundedWeight(bits, group, clip))
+            parametrize.register_parametrization(module, "weight", RoundedWeight(bits, group))
             module.register_load_state_dict_pre_hook(_load_plain_weight)
             names.append(name)
     if not names:
@@ -105,17 +98,9 @@ def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = Non
 def _load_plain_weight(module, state_dict, prefix, *args) -> None:
     if prefix + "weight" in state_dict and prefix + _LATENT not in state_dict:
         state_dict[prefix + _LATENT] = state_dict.pop(prefix + "weight")
-    refresh_clip_ratios(module)  # searched on the weight this load replaces
 
 
 _LATENT = "parametrizations.weight.original"  # where a parametrized module keeps its unrounded weight
-
-
-def refresh_clip_ratios(model: nn.Module) -> None:
-    """Have every clipped `RoundedWeight` of `model` search its ratios again at its next forward."""
-    for module in model.modules():
-        if isinstance(module, RoundedWeight):
-            module.refresh()
 
 
 def has_rounded_weights(model: nn.Module) -> bool:

@@ -14,7 +14,7 @@ from transformers.trainer_pt_utils import LengthGroupedSampler
 
 from ..evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
 from .losses import KeystrokeLoss, NeighbourLoss, RolloutLoss, SimilarityLoss, TransitionLoss, teacher_bank
-from .quantization_aware import has_rounded_weights, plain_state_dict, refresh_clip_ratios, round_linear_weights
+from .quantization_aware import has_rounded_weights, plain_state_dict, round_linear_weights
 from .sparse_adamw import RowSparseAdamW, clip_grad_norm_
 from .training_args import DistillationTrainingArguments
 
@@ -60,9 +60,9 @@ class DistillationTrainer(Trainer):
             self._use_row_sparse_embeddings()
         if args.weight_bits is not None and not has_rounded_weights(self.model):  # before the optimizer is made
             # The readout stays fp32 (int8 in the fused step): 4% of two layers' weight bytes, yet rounding it to
-            # int4 after training cost 0.030 of the 0.053 final cosine the whole student lost (weight_bits.py).
-            round_linear_weights(self.model, args.weight_bits, args.weight_group, clip=True, keep=("readout",))
-            self.add_callback(_ClipRatioCallback(self.model))
+            # int4 after training cost 0.030 of the 0.053 final cosine the whole student lost (weight_bits.py), and
+            # trained through it 0.002 (docs/experiments.md, session 55).
+            round_linear_weights(self.model, args.weight_bits, args.weight_group, keep=("readout",))
         self._final_save = False
         self.schedule = args.schedule
         self.transition = TransitionLoss(args.distance, args.final_weight)
@@ -235,21 +235,6 @@ class DistillationTrainer(Trainer):
             metrics.update(extra)
             self.log(extra)
         return metrics
-
-
-class _ClipRatioCallback(TrainerCallback):
-    """Under --weight_bits, the clipping ratios searched again every `every` steps and at each checkpoint: a resumed
-    run searches them on the weights it loads, so the uninterrupted one must have done so at the same point."""
-
-    def __init__(self, model: torch.nn.Module, every: int = 100):
-        self.model, self.every = model, every
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step % self.every == 0:
-            refresh_clip_ratios(self.model)
-
-    def on_save(self, args, state, control, **kwargs):
-        refresh_clip_ratios(self.model)
 
 
 class _TimeBudgetCallback(TrainerCallback):

@@ -51,8 +51,8 @@ class DistillationTrainingArguments(TrainingArguments):
                 "the rows it holds nonzero, those some process read, are updated."})
     weight_bits: Optional[int] = field(default=None, metadata={
         "help": "Quantisation-aware training: every linear weight but the readout's runs rounded to symmetric int-N "
-                "(4 for an int4 kernel), each row's scale clipped where that rounds closer, the gradient passing to "
-                "the unrounded weight; the student is saved rounded (quantization_aware.py)."})
+                "per row (4 for an int4 kernel), the gradient passing to the unrounded weight; the student is saved "
+                "rounded (quantization_aware.py)."})
     weight_group: Optional[int] = field(default=None, metadata={
         "help": "With --weight_bits: one scale per this many columns of a row (default: one per row)."})
     train_minutes: Optional[float] = field(default=None, metadata={
