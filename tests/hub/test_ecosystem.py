@@ -78,6 +78,10 @@ def test_the_card_names_the_cell_and_its_open_tokens():
     assert "- Cell: `tova_attention`, 2 layer(s), hidden size 24;" in causal
     opened = str(render_model_card(tiny_config("tova_attention", open_tokens=3)))
     assert "- Cell: `tova_attention`, 2 layer(s), the newest 3 tokens open, hidden size 24;" in opened
+    assert "- Weights:" not in causal
+    int4 = str(render_model_card(tiny_config("tova_attention"), weight_bits=4))
+    assert "- Weights: the recurrent layers' on a symmetric int4 grid, one scale per row" in int4
+    assert "- Tokeniser:" in int4.split("- Weights:")[1]  # the list goes on after it
 
 
 def test_cli_card_from_saved_results(saved, tmp_path):

@@ -47,9 +47,9 @@ def eval_results(results: Optional[dict], model_name: str) -> List[EvalResult]:
 
 def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf2rnn/tf2rnn-minilm",
                       state_bytes: Optional[int] = None, max_tokens: int = 64,
-                      extra_markdown: Optional[str] = None) -> ModelCard:
+                      extra_markdown: Optional[str] = None, weight_bits: Optional[int] = None) -> ModelCard:
     """A ModelCard for a student with this config (and evaluation results, if any); `extra_markdown`
-    (such as the cell comparison) follows the results."""
+    (such as the cell comparison) follows the results; `weight_bits`, where it trained through rounded weights."""
     teacher = config.teacher_name_or_path or BUILT_IN_ID
     name = repo_id.split("/")[-1]
     data = ModelCardData(
@@ -64,16 +64,17 @@ def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf
         open_tokens=f", the newest {config.open_tokens} tokens open" if config.open_tokens > 1 else "",
         output_size=config.output_size, state_bytes=state_bytes if state_bytes is not None else "n/a",
         results_markdown=markdown, training_data=TRAINING_DATA, max_tokens=max_tokens,
-        extra_markdown=(extra_markdown or "").strip())
+        extra_markdown=(extra_markdown or "").strip(), weight_bits=weight_bits)
 
 
-def _training_length(path: Union[str, Path], default: int = 64) -> int:
-    """The longest trajectory (tokens) the student in `path` trained on, from the results.json its
-    distillation wrote there; `default` (distill's) when there is none."""
+def _training_arg(path: Union[str, Path], group: str, name: str, default=None):
+    """One option of the distillation that wrote `path`'s results.json (`args[group][name]`); `default` where there
+    is none."""
     try:
-        return int(json.loads((Path(path) / "results.json").read_text())["args"]["data"]["max_tokens"])
+        value = json.loads((Path(path) / "results.json").read_text())["args"][group][name]
     except (OSError, KeyError, TypeError, ValueError):
         return default
+    return default if value is None else value
 
 
 def write_model_card(path: Union[str, Path], config, results: Optional[dict] = None,
@@ -81,7 +82,8 @@ def write_model_card(path: Union[str, Path], config, results: Optional[dict] = N
                      extra_markdown: Optional[str] = None) -> Path:
     """Render and save README.md in a model folder."""
     card = render_model_card(config, results, repo_id or f"tf2rnn/{Path(path).name}", state_bytes,
-                             max_tokens=_training_length(path), extra_markdown=extra_markdown)
+                             max_tokens=int(_training_arg(path, "data", "max_tokens", 64)),
+                             extra_markdown=extra_markdown, weight_bits=_training_arg(path, "training", "weight_bits"))
     target = Path(path) / "README.md"
     card.save(str(target))
     return target
