@@ -32,8 +32,7 @@ MODEL = "outputs/student-tova-l6-sampled-90-lr3e-4-grouped-final4"
 FFN = ("up", "down")
 CELL = ("query", "key", "value", "out") + FFN  # an inherited layer's products: all but the readout
 # name: (bits, columns per scale (None: the whole row), the layers it rounds to those bits (None: all; the rest stay
-# at int8 per row, as the fused kernel holds them), whether each scale is clipped by `clip_ratios`, as --weight_bits
-# trains them)
+# at int8 per row, as the fused kernel holds them), whether each scale is clipped by `clip_ratios`)
 SCHEMES = {"fp32": (32, None, None, False), "int8 per row": (8, None, None, False),
            "int7 per row": (7, None, None, False), "int4 per row": (4, None, None, False),
            "int4 per 128 columns": (4, 128, None, False), "int4 per 64 columns": (4, 64, None, False),
@@ -41,7 +40,7 @@ SCHEMES = {"fp32": (32, None, None, False), "int8 per row": (8, None, None, Fals
            "int4 per 32 columns, feed-forward only": (4, 32, FFN, False),
            "int4 per row, clipped": (4, None, None, True),
            "int4 per row, readout int8": (4, None, CELL, False),
-           "int4 per row, clipped, readout int8 (--weight_bits 4)": (4, None, CELL, True)}
+           "int4 per row, clipped, readout int8": (4, None, CELL, True)}
 
 
 @torch.no_grad()
