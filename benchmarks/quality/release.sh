@@ -10,6 +10,10 @@
 #     preset's lr 5e-4 with its 128-slot cache, then released with a 32-slot cache (the same weights; the slot count
 #     is an inference budget: results/slots-*.json). It ran on a Zen 4 CPU (AVX512-BF16: bf16 by default there); on
 #     an AVX2 CPU, TRAIN_TEXTS=150000 keeps it in 90 minutes.
+#   tf2rnn-minilm-int4: the default's recipe and a 3,000-step int4 second stage (session 55, on a Zen 5 CPU, whose 45
+#     minutes train 8.9 epochs where Zen 4's trained 5.0): NAME=tf2rnn-minilm-int4 PRESET=inherited-fast
+#     EXTRA="--num_hidden_layers 2" SLOTS=32 INT4_STEPS=3000. It ran as `INT4_STEPS=3000 bash release.sh` (the default
+#     NAME, the same options), its folders and release.json then renamed to these names.
 #   tf2rnn-minilm-l1: the default from 2026-11-26 to session 51, one inherited layer by the same recipe and a
 #     128-slot cache: NAME=tf2rnn-minilm-l1 PRESET=inherited-fast (results/release-tf2rnn-minilm-l1.json, written by
 #     this script as its default NAME in session 49; its lr 3e-4 release, on an AVX512-VNNI + AMX CPU, is kept as
@@ -36,6 +40,9 @@
 #   EXTRA: more distill options for both steps (later options win, e.g. EXTRA="--hidden_size 384")
 #   SLOTS: the cache slot count written into the released config after training (the weights train at the
 #     preset's); "" keeps the trained one (32 for tf2rnn-minilm, "" otherwise)
+#   INT4_STEPS: after training, a second stage of that many steps through int4 weights (--weight_bits 4, lr 1e-4)
+#     from the trained student, which stays in $OUT-fp32; the released student is the int4 one (its fused step reads
+#     int4 products on an AVX512-VNNI CPU). "" (the default): no second stage.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}
@@ -65,14 +72,21 @@ OMP_NUM_THREADS=1 $LAUNCH2 examples/distill.py "${data[@]}" --trajectories_only 
 cached=$(date +%s)
 if [ "$DDP" = 1 ]; then train=($LAUNCH2); threads=1; batch=32  # the global batch stays 64
 else train=($PY); threads=${THREADS:-2}; batch=64; fi
+FIRST=$OUT
+[ -z "${INT4_STEPS:-}" ] || FIRST=$OUT-fp32
 if [ -n "$PRESET" ]; then
   OMP_NUM_THREADS=$threads "${train[@]}" examples/distill.py "${data[@]}" ${TRAIN_MINUTES:+--train_minutes $TRAIN_MINUTES} \
-    --per_device_train_batch_size $batch --report_to none --disable_tqdm true --output_dir "$OUT"
+    --per_device_train_batch_size $batch --report_to none --disable_tqdm true --output_dir "$FIRST"
 else
   OMP_NUM_THREADS=$threads "${train[@]}" examples/distill.py --hidden_size 768 --per_device_train_batch_size $batch \
     --learning_rate 2e-3 --warmup_steps 0.03 --train_minutes "${TRAIN_MINUTES:-45}" --transition_until 0.3 \
-    --anneal 0.2 --report_to none --logging_steps 100 --save_strategy no --disable_tqdm true --output_dir "$OUT" \
+    --anneal 0.2 --report_to none --logging_steps 100 --save_strategy no --disable_tqdm true --output_dir "$FIRST" \
     "${data[@]}"
+fi
+if [ -n "${INT4_STEPS:-}" ]; then  # the same data (cached), the trained weights, then steps through int4 weights
+  OMP_NUM_THREADS=$threads "${train[@]}" examples/distill.py "${data[@]}" --init_from "$FIRST" --weight_bits 4 \
+    --learning_rate 1e-4 --train_minutes 0 --max_steps "$INT4_STEPS" --per_device_train_batch_size $batch \
+    --report_to none --disable_tqdm true --output_dir "$OUT"
 fi
 trained=$(date +%s)
 [ -z "${SLOTS:-}" ] || $PY benchmarks/quality/set_slots.py "$OUT" "$SLOTS"
