@@ -395,6 +395,13 @@ L2_RELEASE_THEN_INT4 = \
     "tova-l2-steps23290-then-int4row-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-atf0a2b50"
 L2_RELEASE_THEN_INT4_9K = \
     "tova-l2-steps23290-then-int4row-9000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-at35a8944"
+# Session 55's second stages from the same control: clipped scales and the readout kept fp32, the readout kept alone
+# (--weight_bits since 4ac82ff), and the same 3,000 steps in fp32.
+L2_THEN_INT4_CLIP = ("tova-l2-steps23290-then-int4row-clip-keepreadout-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-"
+                     "posweight-final4-at73265e4")
+L2_THEN_INT4_KEEP = ("tova-l2-steps23290-then-int4row-keepreadout-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-"
+                     "posweight-final4-at73265e4")
+L2_THEN_FP32 = "tova-l2-steps23290-then-fp32-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-at73265e4"
 
 
 def weight_bits_table() -> str:
@@ -559,7 +566,17 @@ STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
                      "tova-l6-sampled150k-stride3-open16-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114"),
                     ("dict-foldoc, one causal layer at make distill's 12,000 texts and 7 minutes (session 34)",
                      "dict-foldoc", "tova-l1-quick-lr3e-4-grouped-posweight-final4-at1f78114",
-                     "tova-l1-quick-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114"))
+                     "tova-l1-quick-no-foldoc-lr3e-4-grouped-posweight-final4-at1f78114"),
+                    ("dict-foldoc, two causal layers at make distill's budget (session 53)", "dict-foldoc",
+                     "tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-at369c36c",
+                     "tova-l2-quick-no-foldoc-bf16-lr3e-4-grouped-posweight-final4-at369c36c"),
+                    ("fortunes, two causal layers at make distill's budget (session 53)", "fortunes",
+                     "tova-l2-quick-bf16-lr3e-4-grouped-posweight-final4-at369c36c",
+                     "tova-l2-quick-no-fortunes-bf16-lr3e-4-grouped-posweight-final4-at369c36c"),
+                    ("dict-foldoc, two causal layers at the release's budget (300,000 texts, 23,290 steps; "
+                     "sessions 54-55)", "dict-foldoc", L2_RELEASE,
+                     "tova-l2-steps23290-no-foldoc-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-"
+                     "at07011a6"))
 
 
 def student_transfer_table() -> str:
@@ -1018,22 +1035,38 @@ def host_table() -> str:
                               "is the teacher's own time (ms), fp32 or bf16 on one or two threads, whichever was faster")
 
 
-# (label, the weight_bits.py file and its scheme, the 32-slot evaluation, (speed run, folder)): two layers trained in
+# (label, the weight_bits.py file and its scheme, the 32-slot evaluation's file, (speed run, folder)): two layers trained in
 # fp32, rounded to int4 per row after training, and trained through int4 per row (--weight_bits 4), at two budgets.
 INT4_ROWS = (
     ("make distill's budget (12,000 texts, 7 min): trained in fp32", (L2_QUICK, "fp32"), None, ("v50", "shape-l2-s32")),
     ("make distill's budget: the same weights rounded to int4 per row", (L2_QUICK, "int4 per row"), None, None),
     ("make distill's budget: trained through int4 per row (`--weight_bits 4`)", (L2_QUICK_INT4, "int4 per row"), None,
      ("v50", f"student-{L2_QUICK_INT4}-s32")),
-    ("the release's budget (300,000 texts, 23,290 steps): trained in fp32", (L2_RELEASE, "fp32"), f"{L2_RELEASE}-s32",
+    ("the release's budget (300,000 texts, 23,290 steps): trained in fp32", (L2_RELEASE, "fp32"), f"student-{L2_RELEASE}-s32-eval",
      ("v51", f"student-{L2_RELEASE}-s32")),
     ("the release's budget: the same weights rounded to int4 per row", (L2_RELEASE, "int4 per row"), None, None),
-    ("the release's budget: trained through int4 per row (`--weight_bits 4`)", None, f"{L2_RELEASE_INT4}-s32",
+    ("the release's budget: trained through int4 per row (`--weight_bits 4`)", None, f"student-{L2_RELEASE_INT4}-s32-eval",
      ("v51", f"student-{L2_RELEASE_INT4}-s32")),
     ("the release's budget: trained in fp32, then 3,000 steps through int4 per row at lr 1e-4", None,
-     f"{L2_RELEASE_THEN_INT4}-s32", None),
+     f"student-{L2_RELEASE_THEN_INT4}-s32-eval", ("v52", f"student-{L2_RELEASE_THEN_INT4}-s32")),
     ("the release's budget: trained in fp32, then 9,000 steps through int4 per row at lr 1e-4", None,
-     f"{L2_RELEASE_THEN_INT4_9K}-s32", None),
+     f"student-{L2_RELEASE_THEN_INT4_9K}-s32-eval", None),
+    ("the release's budget: rounded to int4 per row after training, the readout int8",
+     (L2_RELEASE, "int4 per row, readout int8"), None, None),
+    ("the release's budget: rounded after training, each row's scale clipped (`clip_ratios`)",
+     (L2_RELEASE, "int4 per row, clipped"), None, None),
+    ("the release's budget: rounded after training, clipped, the readout int8",
+     (L2_RELEASE, "int4 per row, clipped, readout int8"), None, None),
+    ("the release's budget: 3,000 steps in fp32 at lr 1e-4 from the fp32 student (the second stage alone)", None,
+     f"student-{L2_THEN_FP32}-s32-eval", None),
+    ("the release's budget: 3,000 steps through int4, the readout kept fp32 (`--weight_bits 4` since session 55)", None,
+     f"student-{L2_THEN_INT4_KEEP}-s32-eval", None),
+    ("the release's budget: 3,000 steps through int4, clipped scales, the readout kept fp32", None,
+     f"student-{L2_THEN_INT4_CLIP}-s32-eval", None),
+    ("`release.sh` on this host (45 min: 8.9 epochs), the fp32 stage", None, "slots-tf2rnn-minilm-int4-fp32-s32-eval",
+     ("v52", "tf2rnn-minilm-int4-fp32-s32")),
+    ("`INT4_STEPS=3000 release.sh`: then 3,000 steps through int4 (`tf2rnn-minilm-int4`)", None,
+     "release-tf2rnn-minilm-int4", ("v52", "tf2rnn-minilm-int4")),
 )
 
 
@@ -1047,7 +1080,7 @@ def int4_table() -> str:
             scores = r["schemes"][bits[1]]
             row.update({"final cosine (weight_bits.py)": scores["final_cosine"],
                         "NA@10 (weight_bits.py)": scores["neighbour_agreement@10"]})
-        if evaluated and (r := load(f"student-{evaluated}-eval")):
+        if evaluated and (r := load(evaluated)):
             fid = r["suites"]["fidelity"]["student"]
             row.update({"final cosine (32 slots)": fid["final_cosine"], "NA@10 (32 slots)": fid["neighbour_agreement@10"],
                         "STS-B": r["suites"]["sts-b"]["student"]["spearman"]})
@@ -1056,7 +1089,7 @@ def int4_table() -> str:
             row.update({f"x cheaper @{n} ({timed[0]})": ratios[(timed[1], n)] for n in (64, 256) if (timed[1], n) in ratios})
         if row:
             rows[label] = row
-    return format_table(rows, "Int4 weights (student.sh, session 54, the Zen 5 host): two whole layers trained in fp32, "
+    return format_table(rows, "Int4 weights (student.sh and release.sh, sessions 54-55, the Zen 5 host): two whole layers trained in fp32, "
                               "rounded to int4 per row after training, or trained through it; per keystroke at 32 slots, "
                               "int8 products or int4 where the weights are, alone") if rows else ""
 
