@@ -134,10 +134,11 @@ def _follows_the_int8_arithmetic_and_the_fp32_model(model: TF2RNNModel, step: In
     assert (ours.last_embedding.norm() - 1).abs() <= 1e-5
 
 
-def _on_int4_grid(model: TF2RNNModel) -> TF2RNNModel:
-    """Every linear weight rounded to 4 bits per row, as a student trained with --weight_bits 4 is saved."""
+def _on_int4_grid(model: TF2RNNModel, readout: bool = True) -> TF2RNNModel:
+    """Every linear weight of the layers (and of the readout, if `readout`) rounded to 4 bits per row; --weight_bits 4
+    saves a student so with its readout fp32 (since session 55), session 54's rounded it too."""
     with torch.no_grad():
-        for m in model.modules():
+        for m in (model if readout else model.cell).modules():
             if isinstance(m, torch.nn.Linear):
                 m.weight.copy_(round_weight(m.weight, 4))
     return model
@@ -145,15 +146,18 @@ def _on_int4_grid(model: TF2RNNModel) -> TF2RNNModel:
 
 # 128 wide: every product's columns pack in blocks of 128; 44 readout rows end in scalar rows after the eight-row
 # blocks. Open tokens run the products over several tokens at once.
-@pytest.mark.parametrize("open_tokens", [1, 3])
+@pytest.mark.parametrize("open_tokens,readout", [(1, True), (3, True), (1, False)])
 @torch.no_grad()
-def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(open_tokens):
-    """A student trained through int4 weights: where the CPU has AVX512-VNNI the kernel reads all five products as int4
-    (half the bytes) and still computes naive.py's arithmetic (which reads the same codes), near the fp32 model;
-    elsewhere it reads them as int8. Weights off the grid (any trained in fp32) stay int8."""
-    model = _on_int4_grid(_tova(128, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44))
+def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(open_tokens, readout):
+    """A student trained through int4 weights: where the CPU has AVX512-VNNI the kernel reads the products on the grid
+    as int4 (half the bytes), the readout too where it is, and still computes naive.py's arithmetic (which reads the
+    same codes), near the fp32 model; elsewhere it reads them as int8. Weights off the grid (any trained in fp32) stay
+    int8."""
+    model = _on_int4_grid(_tova(128, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44),
+                          readout)
     step = Int8TOVAStep(model)
-    assert step.int4 == (("qkv", "out", "up", "down", "o") if step.lib.tf2rnn_int4_products() else ())
+    products = ("qkv", "out", "up", "down") + (("o",) if readout else ())
+    assert step.int4 == (products if step.lib.tf2rnn_int4_products() else ())
     assert Int8TOVAStep(_tova(128, False)).int4 == ()
     _follows_the_int8_arithmetic_and_the_fp32_model(model, step, open_tokens)
 
