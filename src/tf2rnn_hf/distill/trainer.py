@@ -61,7 +61,7 @@ class DistillationTrainer(Trainer):
         if args.weight_bits is not None and not has_rounded_weights(self.model):  # before the optimizer is made
             # The readout stays fp32 (int8 in the fused step): 4% of two layers' weight bytes, yet rounding it to
             # int4 after training cost 0.030 of the 0.053 final cosine the whole student lost (weight_bits.py), and
-            # trained through it 0.002 (docs/experiments.md, session 55).
+            # 0.002 when trained through (docs/experiments.md, session 55).
             round_linear_weights(self.model, args.weight_bits, args.weight_group, keep=("readout",))
         self._final_save = False
         self.schedule = args.schedule
