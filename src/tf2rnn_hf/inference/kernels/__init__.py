@@ -14,8 +14,9 @@ thread (`pool.h`); it computes the same bytes on one.
 (`cc`, or `$CC`); without one the int8 model simply runs through PyTorch. Weights are int8 per output
 row, activations are quantised per call: tests/inference/test_kernels.py holds each kernel to 1e-4 of the
 same int8 arithmetic written in PyTorch (`naive.py`) and its streams, after edits, close to the fp32
-model run from scratch. A `tova_attention` student trained through int4 weights (`--weight_bits 4`) has them on a
-4-bit grid already: on CPUs with AVX512-VNNI its products read them as int4 (`quantize_rows4`), half the bytes.
+model run from scratch. A `tova_attention` student trained through int4 weights (`--weight_bits 4`) has its layers'
+on a 4-bit grid already (its readout stays fp32): on CPUs with AVX512-VNNI each product whose weights are on the grid
+reads them as int4 (`quantize_rows4`), half the bytes.
 """
 
 import ctypes
