@@ -35,10 +35,11 @@ train() {  # NAME -- distill args: train outputs/student-NAME, then score it on 
   evaluate "$1"
 }
 
-distill_row() {  # NAME -- distill args: train outputs/student-NAME (its in-training results only)
+distill_row() {  # NAME -- distill args: train outputs/student-NAME (its in-training results only); SCRIPT=a probe
+  # that wraps the recipe (benchmarks/probes/stage_variants.py) runs in examples/distill.py's place
   local name=$1; shift
   if [ ! -f "$OUT/student-$name.json" ]; then
-    $PY examples/distill.py "${QUICK_HEAD[@]}" --cell_type tova_attention --hidden_size 384 --num_slots "$SLOTS" \
+    $PY "${SCRIPT:-examples/distill.py}" "${QUICK_HEAD[@]}" --cell_type tova_attention --hidden_size 384 --num_slots "$SLOTS" \
       --learning_rate 1e-4 --transition_until 0 --anneal 0 --disable_tqdm true --output_dir "outputs/student-$name" \
       "$@" > "$OUT/student-$name.log" 2>&1
     cp "outputs/student-$name/results.json" "$OUT/student-$name.json"
