@@ -21,7 +21,7 @@ from typing import Dict, List, Sequence, Tuple
 import torch
 
 import tf2rnn_hf.distill.recipe as recipe
-from tf2rnn_hf.data.teacher import Teacher, fast_bf16, teacher_name_of
+from tf2rnn_hf.data.teacher import Teacher, fast_bf16, length_batches, teacher_name_of
 from tf2rnn_hf.distill.trainer import DistillationTrainer
 from tf2rnn_hf.utils import pad_ids
 
@@ -41,17 +41,12 @@ def newest_token_states(teacher: Teacher, rows, layers: Sequence[int], token_bud
     prefixes = [(i, j, teacher.wrap(list(row["input_ids"][:t])))
                 for i, row in enumerate(rows) for j, t in enumerate(row["target_steps"])]
     out = [torch.zeros(len(row["target_steps"]), len(layers), teacher.dim, dtype=torch.float16) for row in rows]
-    prefixes.sort(key=lambda p: len(p[2]))
     encoder = teacher.model.encoder
     every_layer = encoder.layer
     encoder.layer = every_layer[:max(layers)]
     try:
-        start = 0
-        while start < len(prefixes):
-            end = start + 1
-            while end < len(prefixes) and (end - start + 1) * len(prefixes[end][2]) <= token_budget:
-                end += 1
-            batch = prefixes[start:end]
+        for indices in length_batches([len(p[2]) for p in prefixes], token_budget):
+            batch = [prefixes[i] for i in indices]
             ids, mask = pad_ids([p[2] for p in batch], teacher.tokenizer.pad_token_id)
             with teacher._autocast():
                 states = teacher.model(input_ids=ids.to(teacher.device), attention_mask=mask.to(teacher.device),
@@ -61,7 +56,6 @@ def newest_token_states(teacher: Teacher, rows, layers: Sequence[int], token_bud
             picked = torch.stack([states[k][rows_, newest].float().cpu() for k in layers], 1).half()
             for (i, j, _), value in zip(batch, picked):
                 out[i][j] = value
-            start = end
     finally:
         encoder.layer = every_layer
     return out
@@ -70,16 +64,13 @@ def newest_token_states(teacher: Teacher, rows, layers: Sequence[int], token_bud
 def cached_states(teacher: Teacher, rows, layers: Sequence[int], path: str) -> List[torch.Tensor]:
     """`newest_token_states` for `rows`, computing only the texts `path` does not hold yet (a left-out run reuses the
     full draw's), and saving the union back there."""
-    known = torch.load(path) if os.path.exists(path) else {}
-    key = ",".join(map(str, layers))
-    known = known.get(key, {})
+    everything = torch.load(path) if os.path.exists(path) else {}
+    known = everything.setdefault(",".join(map(str, layers)), {})
     texts = list(rows["text"])
     missing = [i for i, text in enumerate(texts) if text not in known]
     if missing:
         fresh = newest_token_states(teacher, rows.select(missing), layers)
         known.update({texts[i]: value for i, value in zip(missing, fresh)})
-        everything = torch.load(path) if os.path.exists(path) else {}
-        everything[key] = known
         torch.save(everything, path + ".tmp")
         os.replace(path + ".tmp", path)
     return [known[text] for text in texts]

@@ -1213,7 +1213,7 @@ done
 # of their norm at make distill's budget, 50-78% at the release's). Two ways to hold them, each as a pair at make
 # distill's budget (the control and the same draw less FOLDOC, both scored on FOLDOC's held-out sentences), against
 # $L2_QUICK's pair (0.434 -> 0.388): the token table frozen (--freeze_embeddings), and decay towards the inherited
-# weights (L2-SP: p -= lr * decay * (p - p0) after each step, every trained weight but the table) at decay 10 and 1.
+# weights (L2-SP: p -= lr * decay * (p - p0) after each step, every trained weight but the table) at decay 10.
 # One after the other, alone.
 FROZEN_QUICK=tova-l2-quick-frozen-bf16-lr3e-4-grouped-posweight-final4-at511aa38
 distill_row "$FROZEN_QUICK" --num_hidden_layers 2 "${INHERITED_QUICK[@]}" --freeze_embeddings true

@@ -87,6 +87,19 @@ def read_pooling(name_or_path: str) -> dict:
     return settings
 
 
+def length_batches(lengths: Sequence[int], token_budget: int) -> List[List[int]]:
+    """Indices sorted by length and cut into batches of at most `token_budget` padded tokens (one row at least)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches, start = [], 0
+    while start < len(order):
+        end = start + 1  # sorted ascending, so a batch costs (rows) x (its last row's length)
+        while end < len(order) and (end - start + 1) * lengths[order[end]] <= token_budget:
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
 def pool(token_states: torch.Tensor, attention_mask: torch.Tensor, mode: str = "mean") -> torch.Tensor:
     """Pool [B, T, D] token outputs over the attention mask (mean, cls or lasttoken)."""
     if mode == "cls":
@@ -176,15 +189,8 @@ class Teacher:
     def embed_batched(self, sequences: Sequence[Sequence[int]], token_budget: int = 4096,
                       progress: bool = False) -> torch.Tensor:
         """Embed many wrapped id sequences, length-sorted into batches of about `token_budget` tokens."""
-        order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
         out = torch.zeros(len(sequences), self.dim)
-        batches, start = [], 0
-        while start < len(order):
-            end = start + 1  # sorted ascending, so a batch costs (rows) x (its last row's length)
-            while end < len(order) and (end - start + 1) * len(sequences[order[end]]) <= token_budget:
-                end += 1
-            batches.append(order[start:end])
-            start = end
+        batches = length_batches([len(s) for s in sequences], token_budget)
         iterator: Iterable = batches
         if progress:
             from tqdm.auto import tqdm
