@@ -390,6 +390,8 @@ L2_QUICK_INT4 = "tova-l2-quick-int4row-bf16-lr3e-4-grouped-posweight-final4-at89
 # Session 54's release-budget rows: a control by the release's recipe and step count, int4 from the start, and int4 as
 # a second stage of 3,000 and 9,000 steps from the control.
 L2_RELEASE = "tova-l2-steps23290-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at07011a6"
+# Session 58: the same recipe and steps on every training sentence of the default corpus (472,249).
+L2_ALL = "tova-l2-steps23290-bf16-sparse-all472k-stride3-lr5e-4-grouped-posweight-final4-ata1a9c51"
 L2_RELEASE_INT4 = "tova-l2-steps23290-int4row-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-at8977845"
 L2_RELEASE_THEN_INT4 = \
     "tova-l2-steps23290-then-int4row-3000-lr1e-4-bf16-sparse-sampled300k-stride3-grouped-posweight-final4-atf0a2b50"
@@ -576,7 +578,17 @@ STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
                     ("dict-foldoc, two causal layers at the release's budget (300,000 texts, 23,290 steps; "
                      "sessions 54-55)", "dict-foldoc", L2_RELEASE,
                      "tova-l2-steps23290-no-foldoc-bf16-sparse-sampled300k-stride3-lr5e-4-grouped-posweight-final4-"
-                     "at07011a6"))
+                     "at07011a6"),
+                    ("dict-foldoc, two causal layers at make distill's 12,000 texts for 2,000 steps, fp32 (session 57)",
+                     "dict-foldoc", "tova-l2-steps2000-control-fp32-lr3e-4-grouped-posweight-final4-atbe6c5e1",
+                     "tova-l2-steps2000-no-foldoc-control-fp32-lr3e-4-grouped-posweight-final4-atbe6c5e1"),
+                    ("dict-foldoc, the same with layer 1 aligned to the teacher's hidden state 3 (session 57)",
+                     "dict-foldoc", "tova-l2-steps2000-align13w01-fp32-lr3e-4-grouped-posweight-final4-atbe6c5e1",
+                     "tova-l2-steps2000-no-foldoc-align13w01-fp32-lr3e-4-grouped-posweight-final4-atbe6c5e1"),
+                    ("dict-foldoc, two causal layers at the release's 23,290 steps on every training sentence "
+                     "(472,249; session 58)", "dict-foldoc", L2_ALL,
+                     "tova-l2-steps23290-no-foldoc-bf16-sparse-all472k-stride3-lr5e-4-grouped-posweight-final4-"
+                     "ata1a9c51"))
 
 
 def student_transfer_table() -> str:

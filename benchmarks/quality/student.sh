@@ -1252,3 +1252,23 @@ done
 # alignment error fell from 0.64 at the start to 0.13 (0.40 at the first log) and bought nothing: layer 1 can match the
 # teacher's third layer at no cost to the output and no gain. Layer matrices moved 11-24% from the start either way
 # (benchmarks/probes/results/weight-drift-s57.json, by weight_drift.py).
+# Session 58 (the Zen 5 host, no GPU): the left-out gap at the release's budget (0.073 on FOLDOC with 300,000 texts)
+# against the number of distinct texts, the GPU-scale question asked at the release's 23,290 steps on 2 cores: every
+# training sentence of the default corpus (472,249; 3.2 epochs) in place of the 300,000 drawn, then the same less
+# FOLDOC, both scored on FOLDOC's held-out sentences beside the 300,000-text pair ($L2_RELEASE, $L2_RELEASE_NO_FOLDOC).
+# One after the other, alone.
+L2_ALL=tova-l2-steps23290-bf16-sparse-all472k-stride3-lr5e-4-grouped-posweight-final4-ata1a9c51
+L2_ALL_NO_FOLDOC=tova-l2-steps23290-no-foldoc-bf16-sparse-all472k-stride3-lr5e-4-grouped-posweight-final4-ata1a9c51
+distill_row "$L2_ALL" --num_hidden_layers 2 "${RELEASE_STEPS[@]}" --max_train_texts 472249
+on_source "$L2_ALL" dict-foldoc
+distill_row "$L2_ALL_NO_FOLDOC" --num_hidden_layers 2 "${RELEASE_STEPS[@]}" --max_train_texts 472249 \
+  --exclude_sources dict-foldoc
+on_source "$L2_ALL_NO_FOLDOC" dict-foldoc
+# -> in training 0.9490 / 0.727 (3.16 epochs at 707 samples/s) and without FOLDOC 0.9493 / 0.728 (3.41 epochs, 799),
+# against the 300,000 texts' 0.9476 / 0.721; on FOLDOC's held-out sentences 0.593 -> 0.518 NA@10: 0.075 lost, where 300,000
+# texts lost 0.073 (0.583 -> 0.510). Both halves rose ~0.01 and the gap stayed: more distinct texts do not close it.
+# The all-texts student served at the default's 32 slots and scored on every suite, beside the 300,000-text control's
+# ($L2_RELEASE-s32: 0.9414 / 0.671 / STS-B 80.17). Alone, after the pair.
+at_slots "outputs/student-$L2_ALL" 32
+evaluate "$L2_ALL-s32"
+# -> 0.9428 / 0.672 / STS-B 80.21, keystroke cosine 0.937 (the control: 0.9414 / 0.671 / 80.17, 0.935): within the spread.
