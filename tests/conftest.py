@@ -1,6 +1,8 @@
-"""Shared fixtures: tiny configs for every cell, and the real built-in teacher (loaded once)."""
+"""Shared fixtures: tiny configs for every cell, the real built-in teacher (loaded once), the command line."""
 
+import io
 import os
+import sys
 
 # Nothing in the suite may reach a hub; set before transformers/huggingface_hub are imported.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -62,6 +64,29 @@ def teacher():
     from tf2rnn_hf.data.teacher import Teacher
 
     return Teacher("built-in")
+
+
+@pytest.fixture
+def tf2rnn(capsys, monkeypatch):
+    """Run the `tf2rnn` command in this process, as its console script does: (exit code, stdout, stderr).
+
+    What a process adds (`sys.exit` of main's code) is tested once by a subprocess; in-process calls spare the
+    ~5 s import of torch and transformers that every `python -m tf2rnn_hf.cli` pays."""
+    from tf2rnn_hf.cli import main
+
+    def run(*args, stdin: bytes = b""):
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+        capsys.readouterr()
+        try:
+            code = main([str(arg) for arg in args])
+        except SystemExit as exit:  # what the interpreter does with it: a message goes to stderr, exit code 1
+            if isinstance(exit.code, str):
+                print(exit.code, file=sys.stderr)
+            code = 1 if isinstance(exit.code, str) else exit.code or 0
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
 
 
 # Debian's Chromium for the browser tests (Playwright's own browser download cannot work offline).

@@ -1,8 +1,6 @@
 """Metrics by hand, the local evaluate modules offline, baselines, and the evaluate/plot CLI."""
 
 import json
-import subprocess
-import sys
 
 import evaluate
 import pytest
@@ -126,16 +124,15 @@ def test_keystroke_fidelity_matches_the_streaming_path(teacher):
     assert table["_keystrokes"]["count"] == len(ends)
 
 
-def test_evaluate_and_plot_cli(teacher, tmp_path):
+def test_evaluate_and_plot_cli(teacher, tmp_path, tf2rnn):
     torch.manual_seed(0)
     model, tok = build_student(teacher, hidden_size=16, token_init="input_embeddings")
     save_student(model, tok, tmp_path / "student")
     corpus = tmp_path / "held.txt"
     corpus.write_text("\n".join(HELD_OUT) + "\n")
-    run = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "evaluate", str(tmp_path / "student"),
-                          "--suites", "fidelity,long,lee", "--corpus", str(corpus), "--n-texts", "28",
-                          "--output", str(tmp_path / "eval")], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    code, _, err = tf2rnn("evaluate", tmp_path / "student", "--suites", "fidelity,long,lee", "--corpus", corpus,
+                          "--n-texts", "28", "--output", tmp_path / "eval")
+    assert code == 0, err[-3000:]
     results = json.loads((tmp_path / "eval" / "results.json").read_text())
     lee = results["suites"]["lee"]
     # The suite's teacher row against an independent computation (scipy, the raw files, the teacher's own
@@ -160,10 +157,9 @@ def test_evaluate_and_plot_cli(teacher, tmp_path):
     assert long["_n_texts"] == 2 and long["teacher"]["drift_65-128"] == pytest.approx(1.0, abs=1e-6)
     assert "drift_65-128" in long["student"] and "drift_65-128" not in results["suites"]["fidelity"]["student"]
     assert "| student |" in (tmp_path / "eval" / "results.md").read_text()
-    plot = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "plot", str(tmp_path / "student"), "--output",
-                           str(tmp_path / "png"), "--results", str(tmp_path / "eval" / "results.json"),
-                           "--texts", "Hi there", "Cats"], capture_output=True, text=True, timeout=600)
-    assert plot.returncode == 0, plot.stderr[-3000:]
+    code, _, err = tf2rnn("plot", tmp_path / "student", "--output", tmp_path / "png", "--results",
+                          tmp_path / "eval" / "results.json", "--texts", "Hi there", "Cats")
+    assert code == 0, err[-3000:]
     from PIL import Image
 
     for name in ("trajectories.png", "drift.png", "suites.png"):
@@ -230,7 +226,7 @@ def test_sts_b_table_whole_and_cut_sentences(teacher, monkeypatch):
     assert text.startswith(half) and len(teacher.tokenizer(half, add_special_tokens=False)["input_ids"]) == round(n / 2)
 
 
-def test_evaluate_on_the_users_own_text_by_source(teacher, tmp_path):
+def test_evaluate_on_the_users_own_text_by_source(teacher, tmp_path, tf2rnn):
     """`tf2rnn evaluate MODEL --texts FILE`: fidelity on the file's texts, and by source when it has one."""
     torch.manual_seed(0)
     model, tok = build_student(teacher, hidden_size=16, token_init="input_embeddings")
@@ -238,10 +234,9 @@ def test_evaluate_on_the_users_own_text_by_source(teacher, tmp_path):
     mine = tmp_path / "mine.jsonl"
     mine.write_text("".join(json.dumps({"text": t, "source": "odd" if i % 2 else "even"}) + "\n"
                             for i, t in enumerate(HELD_OUT)))
-    run = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", "evaluate", str(tmp_path / "student"),
-                          "--texts", str(mine), "--no-baselines", "--output", str(tmp_path / "eval")],
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
+    code, _, err = tf2rnn("evaluate", tmp_path / "student", "--texts", mine, "--no-baselines", "--output",
+                          tmp_path / "eval")
+    assert code == 0, err[-3000:]
     suites = json.loads((tmp_path / "eval" / "results.json").read_text())["suites"]
     assert set(suites) == {"fidelity", "fidelity-by-source"}
     assert suites["fidelity"]["_n_texts"] == len(HELD_OUT)

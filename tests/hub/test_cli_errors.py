@@ -22,6 +22,7 @@ def saved(teacher, tmp_path_factory):
 
 
 def _cli(*args, env=None):
+    """A process of its own, for what the process environment decides (the Hub's address)."""
     run = subprocess.run([sys.executable, "-m", "tf2rnn_hf.cli", *map(str, args)], capture_output=True, text=True,
                          input="", timeout=300, env=env)
     return run.returncode, run.stderr.strip()
@@ -36,24 +37,31 @@ def _one_line_error(code, err, *words):
         assert word in last, (word, last)
 
 
-def test_encode_errors(saved, tmp_path):
-    _one_line_error(*_cli("encode", saved, "--input", tmp_path / "missing.txt", "--output", tmp_path / "x.npy"),
-                    "missing.txt")
-    _one_line_error(*_cli("encode", saved, "--input", tmp_path, "--output", tmp_path / "x.npy"), "directory")
+def _errors(tf2rnn, *args):
+    """(exit code, stderr) of `tf2rnn *args` run in this process; an uncaught exception fails the test itself."""
+    code, _, err = tf2rnn(*args)
+    return code, err.strip()
+
+
+def test_encode_errors(saved, tmp_path, tf2rnn):
+    _one_line_error(*_errors(tf2rnn, "encode", saved, "--input", tmp_path / "missing.txt", "--output",
+                             tmp_path / "x.npy"), "missing.txt")
+    _one_line_error(*_errors(tf2rnn, "encode", saved, "--input", tmp_path, "--output", tmp_path / "x.npy"),
+                    "directory")
     texts = tmp_path / "in.txt"
     texts.write_text("hello\n")
-    _one_line_error(*_cli("encode", saved, "--input", texts, "--output", tmp_path / "no" / "such" / "x.npy"),
-                    "no/such")
+    _one_line_error(*_errors(tf2rnn, "encode", saved, "--input", texts, "--output",
+                             tmp_path / "no" / "such" / "x.npy"), "no/such")
 
 
-def test_a_missing_model_folder_is_named(tmp_path):
-    _one_line_error(*_cli("encode", tmp_path / "nothing", "--input", "-", "--output", tmp_path / "x.npy"),
+def test_a_missing_model_folder_is_named(tmp_path, tf2rnn):
+    _one_line_error(*_errors(tf2rnn, "encode", tmp_path / "nothing", "--input", "-", "--output", tmp_path / "x.npy"),
                     "nothing")
-    _one_line_error(*_cli("evaluate", "./not-a-model"), "not-a-model")
+    _one_line_error(*_errors(tf2rnn, "evaluate", "./not-a-model"), "not-a-model")
 
 
-def test_unknown_suites_list_every_suite(saved):
-    code, err = _cli("evaluate", saved, "--suites", "x")
+def test_unknown_suites_list_every_suite(saved, tf2rnn):
+    code, err = _errors(tf2rnn, "evaluate", saved, "--suites", "x")
     _one_line_error(code, err, "'x'")
     from tf2rnn_hf.evaluation import ALL_SUITES
 

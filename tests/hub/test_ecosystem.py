@@ -84,7 +84,7 @@ def test_the_card_names_the_cell_and_its_open_tokens():
     assert "- Tokeniser:" in int4.split("- Weights:")[1]  # the list goes on after it
 
 
-def test_cli_card_from_saved_results(saved, tmp_path):
+def test_cli_card_from_saved_results(saved, tmp_path, tf2rnn):
     import shutil
 
     _, _, path = saved
@@ -94,8 +94,8 @@ def test_cli_card_from_saved_results(saved, tmp_path):
     results.write_text(json.dumps({"suites": {"lee": {"student": {"pearson": 0.61, "spearman": 0.52}}}}))
     extra = tmp_path / "cells.md"
     extra.write_text("### Cell comparison\n\n| cell | final cosine |\n|---|---|\n| gru | 0.88 |\n")
-    run = _cli("card", str(folder), "org/tf2rnn-test", "--results", str(results), "--extra", str(extra))
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    code, _, err = tf2rnn("card", folder, "org/tf2rnn-test", "--results", results, "--extra", extra)
+    assert code == 0, err[-2000:]
     text = (folder / "README.md").read_text()
     assert "| gru | 0.88 |" in text and 'AutoModel.from_pretrained("org/tf2rnn-test")' in text
     assert text.index("## Results") < text.index("### Cell comparison") < text.index("## Training data")
@@ -104,10 +104,10 @@ def test_cli_card_from_saved_results(saved, tmp_path):
     assert "length (64 tokens)" in text  # no distill results: the default
     # The training length a card states is the one the student's distillation used (its results.json).
     (folder / "results.json").write_text(json.dumps({"args": {"data": {"max_tokens": 128}}}))
-    assert _cli("card", str(folder), "org/tf2rnn-test", "--results", str(results)).returncode == 0
+    assert tf2rnn("card", folder, "org/tf2rnn-test", "--results", results)[0] == 0
     assert "length (128 tokens)" in (folder / "README.md").read_text()
-    run = _cli("card", str(folder), "org/x", "--results", str(tmp_path / "missing.json"))
-    assert run.returncode != 0 and b"no results at" in run.stderr
+    code, _, err = tf2rnn("card", folder, "org/x", "--results", tmp_path / "missing.json")
+    assert code != 0 and "no results at" in err
 
 
 def _cli(*args, stdin=None):
@@ -115,37 +115,39 @@ def _cli(*args, stdin=None):
                           timeout=300, env=dict(os.environ, OMP_NUM_THREADS="1"))
 
 
-def test_cli_encode_round_trip(saved, tmp_path):
+def test_cli_encode_round_trip(saved, tmp_path, tf2rnn):
     model, tok, path = saved
-    run = _cli("encode", str(path), "--output", str(tmp_path / "e.npy"), stdin="\n".join(TEXTS).encode())
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    code, _, err = tf2rnn("encode", path, "--output", tmp_path / "e.npy", stdin="\n".join(TEXTS).encode())
+    assert code == 0, err[-2000:]
     assert np.abs(np.load(tmp_path / "e.npy") - encode_texts(model, tok, TEXTS).numpy()).max() <= 1e-5
     src = tmp_path / "in.txt"
     src.write_text("\n".join(TEXTS))
-    run = _cli("encode", str(path), "--input", str(src), "--output", str(tmp_path / "e.jsonl"))
-    assert run.returncode == 0
+    assert tf2rnn("encode", path, "--input", src, "--output", tmp_path / "e.jsonl")[0] == 0
     rows = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
     assert [r["text"] for r in rows] == TEXTS and len(rows[0]["embedding"]) == 384
-    run = _cli("encode", str(path), "--input", str(src), "--output", str(tmp_path / "q.npy"), "--int8")
-    assert run.returncode == 0, run.stderr.decode()[-2000:]
+    code, _, err = tf2rnn("encode", path, "--input", src, "--output", tmp_path / "q.npy", "--int8")
+    assert code == 0, err[-2000:]
     assert (np.load(tmp_path / "q.npy") * np.load(tmp_path / "e.npy")).sum(-1).min() >= 0.99  # unit vectors
 
 
-def test_cli_bad_input(saved, tmp_path):
+def test_cli_bad_input(saved, tmp_path, tf2rnn):
     _, _, path = saved
+    # A real process: bytes on its standard input, the error on its stderr and the exit code through sys.exit.
     run = _cli("encode", str(path), "--output", str(tmp_path / "x.npy"), stdin=b"ok\n\xff\xfe broken\n")
     assert run.returncode != 0 and b"standard input is not valid UTF-8 (byte 3" in run.stderr
     big = ("word " * 200_000).encode()  # a 1 MB line: encoded (truncated to 256 tokens like the teacher)
-    run = _cli("encode", str(path), "--output", str(tmp_path / "big.npy"), stdin=big)
-    assert run.returncode == 0 and np.load(tmp_path / "big.npy").shape == (1, 384)
-    run = _cli("encode", str(path), "--output", str(tmp_path / "x.csv"), stdin=b"hi\n")
-    assert run.returncode != 0 and b"must end in .npy or .jsonl" in run.stderr
+    assert tf2rnn("encode", path, "--output", tmp_path / "big.npy", stdin=big)[0] == 0
+    assert np.load(tmp_path / "big.npy").shape == (1, 384)
+    code, _, err = tf2rnn("encode", path, "--output", tmp_path / "x.csv", stdin=b"hi\n")
+    assert code != 0 and "must end in .npy or .jsonl" in err
 
 
-def test_cli_help_everywhere():
-    for command in ([], ["evaluate"], ["card"], ["plot"], ["encode"], ["stream"], ["push"], ["pull"], ["distill"]):
-        run = _cli(*command, "--help")
-        assert run.returncode == 0 and b"usage" in run.stdout.lower(), command
+def test_cli_help_everywhere(tf2rnn):
+    run = _cli("--help")  # the module's entry point, once in a process of its own
+    assert run.returncode == 0 and b"usage" in run.stdout.lower()
+    for command in ("evaluate", "card", "plot", "encode", "stream", "demo", "export", "push", "pull", "distill"):
+        code, out, _ = tf2rnn(command, "--help")
+        assert code == 0 and "usage" in out.lower(), command
 
 
 def test_stream_demo_in_a_pseudo_terminal(saved):
