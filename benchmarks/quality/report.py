@@ -549,6 +549,8 @@ def transfer_table() -> str:
                               "source's held-out sentences; and the released students on the same sentences") if rows else ""
 
 
+# Session 59's 2,000-step rows (student.sh): layers, "no-foldoc-" or "", and the variant.
+_S2K = "tova-l{}-steps2000-{}{}-bf16-lr3e-4-grouped-posweight-final4-at898d0cd"
 # (source, a student.sh row trained on every source, the same recipe without the source): both scored on the
 # source's held-out sentences by student.sh's on_source (results student-<row>-on-<source>.json).
 STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
@@ -588,7 +590,11 @@ STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
                     ("dict-foldoc, two causal layers at the release's 23,290 steps on every training sentence "
                      "(472,249; session 58)", "dict-foldoc", L2_ALL,
                      "tova-l2-steps23290-no-foldoc-bf16-sparse-all472k-stride3-lr5e-4-grouped-posweight-final4-"
-                     "ata1a9c51"))
+                     "ata1a9c51"),
+                    ("dict-foldoc, two causal layers at make distill's 12,000 texts for 2,000 steps, bf16 (session 59)",
+                     "dict-foldoc", _S2K.format(2, "", "control"), _S2K.format(2, "no-foldoc-", "control")),
+                    ("dict-foldoc, the same with the newest four tokens open (session 59)", "dict-foldoc",
+                     _S2K.format(2, "", "open4"), _S2K.format(2, "no-foldoc-", "open4")))
 
 
 def student_transfer_table() -> str:
@@ -1106,6 +1112,39 @@ def int4_table() -> str:
                               "int8 products or int4 where the weights are, alone") if rows else ""
 
 
+# A bounded both-ways window for two layers (student.sh, session 59): (label, the 2,000-step row at make distill's
+# 12,000 texts, its left-out-FOLDOC partner or None, the shape student-speed-v54.json timed at 32 slots).
+TWO_LAYER_OPEN = (("2 layers, causal (the control)", _S2K.format(2, "", "control"),
+                   _S2K.format(2, "no-foldoc-", "control"), "shape-l2-s32"),
+                  ("2 layers, two open tokens", _S2K.format(2, "", "open2"), None, "shape-l2-open2-s32"),
+                  ("2 layers, four open tokens", _S2K.format(2, "", "open4"), _S2K.format(2, "no-foldoc-", "open4"),
+                   "shape-l2-open4-s32"),
+                  ("3 layers, causal", _S2K.format(3, "", "control"), None, "shape-l3-s32"))
+
+
+def two_layer_open_table() -> str:
+    """Two layers with their newest two or four tokens open against a third layer, at equal steps: fidelity in
+    training, on FOLDOC's held-out sentences (trained on it, and left out), and the keystroke at 32 slots."""
+    speed, rows = load("student-speed-v54"), {}
+    ratios = _int8_ratios(speed, prefix="") if speed else {}
+    for label, row_name, left_name, shape in TWO_LAYER_OPEN:
+        trained, seen = load(f"student-{row_name}"), load(f"student-{row_name}-on-dict-foldoc")
+        if not trained:
+            continue
+        fid = trained["fidelity"]["student"]
+        row = {"final cosine": fid["final_cosine"], "NA@10": fid["neighbour_agreement@10"],
+               "samples/s": trained["train"]["train_samples_per_second"]}
+        if seen:
+            row["FOLDOC NA@10, trained on it"] = seen["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
+        if left_name and (left := load(f"student-{left_name}-on-dict-foldoc")):
+            row["FOLDOC NA@10, left out"] = left["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
+        row.update({f"x cheaper @{n} (v54)": ratios[(shape, n)] for n in (64, 256) if (shape, n) in ratios})
+        rows[label] = row
+    return format_table(rows, "Open tokens for two layers against a third layer (student.sh, session 59, the Zen 5 "
+                              "host): 2,000 steps on make distill's 12,000 texts, bf16, one after the other, alone; "
+                              "per keystroke int8 at 32 slots, every shape in one run") if rows else ""
+
+
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
 THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer (Python rows, fp32)",
                "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at87144e7"),
@@ -1263,6 +1302,7 @@ def main():
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
                            one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(), host_table(), int4_table(),
+                           two_layer_open_table(),
                            corpus_table(), documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:

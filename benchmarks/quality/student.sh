@@ -1272,3 +1272,29 @@ on_source "$L2_ALL_NO_FOLDOC" dict-foldoc
 at_slots "outputs/student-$L2_ALL" 32
 evaluate "$L2_ALL-s32"
 # -> 0.9428 / 0.672 / STS-B 80.21, keystroke cosine 0.937 (the control: 0.9414 / 0.671 / 80.17, 0.935): within the spread.
+# Session 59 (the Zen 5 host, fresh, no GPU): a bounded both-ways window for two layers, the one direction for the
+# default's shape not yet measured (open tokens were trained for one layer, session 37, and for three and six). Two
+# layers with their newest two or four tokens open, against a causal control and three causal layers, all at 2,000
+# steps on make distill's 12,000 texts (a step count: like for like whatever the host), the control and four open
+# tokens with their left-out-FOLDOC partners; then the shapes' keystrokes at the default's 32 slots in one run. One
+# after the other, alone.
+S2K=(--train_sample_seed 0 --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1
+     --final_weight 4 --train_minutes 0 --max_steps 2000)
+for w in 1 2 4; do
+  v=open$w; [ $w = 1 ] && v=control
+  distill_row tova-l2-steps2000-$v-bf16-lr3e-4-grouped-posweight-final4-at898d0cd --num_hidden_layers 2 "${S2K[@]}" \
+    --open_tokens $w
+  on_source tova-l2-steps2000-$v-bf16-lr3e-4-grouped-posweight-final4-at898d0cd dict-foldoc
+done
+for w in 4 1; do
+  v=open$w; [ $w = 1 ] && v=control
+  name=tova-l2-steps2000-no-foldoc-$v-bf16-lr3e-4-grouped-posweight-final4-at898d0cd
+  distill_row $name --num_hidden_layers 2 "${S2K[@]}" --open_tokens $w --exclude_sources dict-foldoc
+  on_source $name dict-foldoc
+done
+shapes l2 l2-open2 l2-open4 l3
+for s in l2 l2-open2 l2-open4 l3; do at_slots outputs/shape-$s 32; done
+[ -f "$OUT/student-speed-v54.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v54.json" \
+  --compare outputs/shape-l2-s32 outputs/shape-l2-open2-s32 outputs/shape-l2-open4-s32 outputs/shape-l3-s32
+distill_row tova-l3-steps2000-control-bf16-lr3e-4-grouped-posweight-final4-at898d0cd --num_hidden_layers 3 "${S2K[@]}"
+on_source tova-l3-steps2000-control-bf16-lr3e-4-grouped-posweight-final4-at898d0cd dict-foldoc
