@@ -532,3 +532,29 @@ def test_inherited_batched_streams_step_their_live_caches_in_the_kernel(teacher,
         assert batch.text(i) == text
         assert torch.equal(batch.embedding(i), _fused_from_scratch(quantized, tokenizer, text)), text
     assert (max(calls, default=0) == 3) == (open_tokens == 1)
+
+
+def test_bulk_encoding_takes_the_fused_step_past_the_cache_and_int8_keeps_the_fp32_embedding(teacher, monkeypatch):
+    """`encode_texts` of an int8 tova_attention student: a text past `num_slots` tokens runs through the fused step
+    (bit for bit the stream of the same text), shorter ones through the batched int8 forward; both stay within 0.01
+    cosine of the fp32 model, where one weight scale per matrix (quantize_dynamic's default) lost ~0.04."""
+    from tf2rnn_hf.inference.encode import encode_texts
+
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8)
+    quantized = quantize_int8(model)
+    short = "search as you type"  # 4 tokens: the batched parallel form
+    long = "a recurrent encoder updates per keystroke and reads every text whole, past its cache"  # 17 tokens
+    ids = tokenizer(long, add_special_tokens=False)["input_ids"]
+    calls, real = [], Int8TOVAStep.__call__
+    monkeypatch.setattr(Int8TOVAStep, "__call__", lambda self, *a: calls.append(1) or real(self, *a))
+    bulk = encode_texts(quantized, tokenizer, [long, short, ""])
+    assert len(calls) == len(ids) > 8  # the long text alone, one call a token
+    assert torch.equal(bulk[0], StreamingEncoder(quantized, tokenizer).type(long))
+    assert torch.equal(bulk[2], torch.zeros(model.config.output_size))  # no token: the zero embedding
+    fp32 = encode_texts(model, tokenizer, [long, short])
+    assert (bulk[:2] * fp32).sum(-1).min() >= 0.99
+    # max_length counts the special tokens, as the batched path's: 14 leaves 12 steps, still past the cache.
+    state = quantized.init_state(1)
+    for token in ids[:12]:
+        emb, state = real(quantized.step_kernel, token, state)
+    assert torch.equal(encode_texts(quantized, tokenizer, long, max_length=14), emb[0])
