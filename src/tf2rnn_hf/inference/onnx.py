@@ -149,7 +149,10 @@ def export_onnx(model: TF2RNNModel, tokenizer, directory: Union[str, Path], int8
 
         for graph in list(graphs.values()):
             target = graph["file"].replace(".onnx", ".int8.onnx")
-            quantize_dynamic(directory / graph["file"], directory / target, weight_type=QuantType.QInt8)
+            # One scale per output channel, as quantize_int8 and the fused steps keep: per tensor (the default) left
+            # an inherited student's int8 graphs at 0.96 cosine to fp32, per channel at 0.998.
+            quantize_dynamic(directory / graph["file"], directory / target, weight_type=QuantType.QInt8,
+                             per_channel=True)
             graph["int8_file"] = target
     manifest = {
         "format": "tf2rnn-onnx", "version": 1, "cell_type": cell, "output_size": model.config.output_size,
