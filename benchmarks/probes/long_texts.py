@@ -14,7 +14,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -27,18 +26,12 @@ from tf2rnn_hf.inference.quantization import quantize_int8
 from tf2rnn_hf.inference.streaming import StreamingEncoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from run import text_of_tokens  # noqa: E402
+from run import text_of_tokens, timed  # noqa: E402
 
 
 def _ms(call, repeat: int) -> float:
-    """Median wall time of `call` in ms, after one warm-up call."""
-    call()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3
+    """Median wall time of `call` in ms, after one warm-up call (`run.timed`)."""
+    return statistics.median(timed(call, repeat)) * 1e3
 
 
 def main() -> None:
