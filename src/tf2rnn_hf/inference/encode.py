@@ -25,7 +25,7 @@ def encode_texts(model: TF2RNNModel, tokenizer, texts: Union[str, Sequence[str]]
     """Final embeddings of `texts` ([N, output_size], float32 on CPU; one string gives [output_size]).
 
     Each text is read whole, as the streams and `forward` read it; `max_length` cuts texts at that many
-    steps instead."""
+    steps instead. An int8 `tova_attention` student reads texts past its cache through its fused step."""
     if isinstance(texts, str):
         return encode_texts(model, tokenizer, [texts], batch_size, max_length)[0]
     texts = list(texts)
@@ -64,7 +64,7 @@ def _fused_embedding(model: TF2RNNModel, steps: List[int]) -> torch.Tensor:
     """The embedding after `steps` (token ids, no special tokens) through an int8 `tova_attention` student's fused
     step from the empty state: what its stream of the same text holds, bit for bit. Past `num_slots` tokens the
     parallel form is gone and PyTorch steps one token at a time (benchmarks/probes/long_texts.py, one 256-token
-    text: 391 ms, the fused step 23; at a batch of 64, 36.5 ms a text against 28.6)."""
+    text: 391 ms, the fused step 19; at a batch of 64, 36.5 ms a text against 23.6)."""
     state, emb = model.init_state(1), torch.zeros(1, model.config.output_size)
     for token in steps:
         emb, state = model.step_kernel(token, state)
