@@ -1278,8 +1278,7 @@ evaluate "$L2_ALL-s32"
 # steps on make distill's 12,000 texts (a step count: like for like whatever the host), the control and four open
 # tokens with their left-out-FOLDOC partners; then the shapes' keystrokes at the default's 32 slots in one run. One
 # after the other, alone.
-S2K=(--train_sample_seed 0 --learning_rate 3e-4 --train_sampling_strategy group_by_length --pooling_position_exponent 1
-     --final_weight 4 --train_minutes 0 --max_steps 2000)
+S2K=("${INHERITED_QUICK[@]}" --train_minutes 0 --max_steps 2000)  # session 57's STEPS_2K less its layer count
 for w in 1 2 4; do
   v=open$w; [ $w = 1 ] && v=control
   distill_row tova-l2-steps2000-$v-bf16-lr3e-4-grouped-posweight-final4-at898d0cd --num_hidden_layers 2 "${S2K[@]}" \
