@@ -1,11 +1,13 @@
 """Probe: the bulk path (`encode_texts`) on texts longer than a student's cache, against the stream and the teacher.
 
-A TOVA student's parallel form runs only until a cache could be full; past `num_slots` tokens `forward` steps one
-token at a time in PyTorch (eviction depends on each step's attention). For each saved student, fp32 and int8, at
-each length: `encode_texts` of one text and of a batch of 64 (ms per text), and a `StreamingEncoder` typing the
-same text in one call (int8: the fused step the keystrokes use); the teacher encodes the same texts in the same
-run (it cuts at 256 tokens, so past that it does less work). A probe for deciding whether the bulk path should step
-through the fused kernel (the JSON it writes is quoted in docs/experiments.md), not a benchmark figure.
+A TOVA student's parallel form runs only until a cache could be full; past `num_slots` tokens `forward` runs the
+evicting form (layer by layer, TOVA's choice of slot step by step; before session 60 it stepped the whole model one
+token at a time in PyTorch). For each saved student, fp32 and int8, at each length: `encode_texts` of one text and
+of a batch of 64 (ms per text), and a `StreamingEncoder` typing the same text in one call (int8: the fused step the
+keystrokes use). An int8 student's bulk path reads such texts through the fused step; `int8_modules_*` times the
+same calls through its int8 PyTorch modules instead (the evicting form), the route it does not take. The teacher
+encodes the same texts in the same run (it cuts at 256 tokens, so past that it does less work). A probe for deciding
+the bulk path's routes (the JSON it writes is quoted in docs/experiments.md), not a benchmark figure.
 
     python benchmarks/probes/long_texts.py outputs/shape-l2-s32 --output benchmarks/probes/results/long-texts.json
 """
@@ -15,6 +17,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from unittest import mock
 
 import torch
 from transformers import AutoTokenizer
@@ -58,6 +61,11 @@ def main() -> None:
                 row[f"{precision}_one_ms"] = _ms(lambda: encode_texts(model, tokenizer, [text]), args.repeat)
                 row[f"{precision}_batch_ms_per_text"] = _ms(lambda: encode_texts(model, tokenizer, [text] * args.batch),
                                                             1) / args.batch
+            with mock.patch("tf2rnn_hf.inference.encode._fused_tova", return_value=False):
+                model = models["int8"]
+                row["int8_modules_one_ms"] = _ms(lambda: encode_texts(model, tokenizer, [text]), args.repeat)
+                row["int8_modules_batch_ms_per_text"] = _ms(
+                    lambda: encode_texts(model, tokenizer, [text] * args.batch), 1) / args.batch
             row["int8_stream_ms"] = _ms(lambda: StreamingEncoder(models["int8"], tokenizer).type(text), args.repeat)
             results["students"][name][str(n)] = row
             if str(n) not in results["teacher"]:

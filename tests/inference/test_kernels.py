@@ -535,9 +535,10 @@ def test_inherited_batched_streams_step_their_live_caches_in_the_kernel(teacher,
 
 
 def test_bulk_encoding_takes_the_fused_step_past_the_cache_and_int8_keeps_the_fp32_embedding(teacher, monkeypatch):
-    """`encode_texts` of an int8 tova_attention student: a text past `num_slots` tokens runs through the fused step
-    (bit for bit the stream of the same text), shorter ones through the batched int8 forward; both stay within 0.01
-    cosine of the fp32 model, where one weight scale per matrix (quantize_dynamic's default) lost ~0.04."""
+    """`encode_texts` of an int8 tova_attention student: the one text of a call past `num_slots` tokens runs through
+    the fused step (bit for bit the stream of the same text), shorter ones, and several past the cache, through the
+    batched int8 forward; all stay within 0.01 cosine of the fp32 model, where one weight scale per matrix
+    (quantize_dynamic's default) lost ~0.04."""
     from tf2rnn_hf.inference.encode import encode_texts
 
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=8)
@@ -553,6 +554,12 @@ def test_bulk_encoding_takes_the_fused_step_past_the_cache_and_int8_keeps_the_fp
     assert torch.equal(bulk[2], torch.zeros(model.config.output_size))  # no token: the zero embedding
     fp32 = encode_texts(model, tokenizer, [long, short])
     assert (bulk[:2] * fp32).sum(-1).min() >= 0.99
+    calls.clear()
+    longer = long + ", and a second text as long"
+    batched = encode_texts(quantized, tokenizer, [long, longer, short])
+    assert not calls  # two past the cache: batched
+    assert (batched * encode_texts(model, tokenizer, [long, longer, short])).sum(-1).min() >= 0.99
+    assert (batched[0] * bulk[0]).sum() >= 0.99
     # max_length counts the special tokens, as the batched path's: 14 leaves 12 steps, still past the cache.
     state = quantized.init_state(1)
     for token in ids[:12]:

@@ -169,6 +169,40 @@ def test_forward_equals_steps_with_and_without_eviction(steps, pooling):
             assert (a - b).abs().max() < 1e-5
 
 
+@pytest.mark.parametrize("pooling", [{}, dict(bidirectional_pooling=True), dict(pooling_position_exponent=1.5)])
+@pytest.mark.parametrize("slots", [3, 40])  # blocks of 32 steps over a small cache; one block longer than the text
+def test_past_the_cache_forward_runs_layer_by_layer_and_equals_the_steps(slots, pooling):
+    # Texts of 75 steps (padded rows among them, one empty), the cache overflowing many times: the evicting form
+    # (each layer's products and attention over blocks of steps at once, TOVA's choices step by step) gives every
+    # step's output and the final state as stepping does, never falling back to stepping the model, also when a
+    # chunk starts from a full cache.
+    model = tiny_model("tova_attention", num_slots=slots, **pooling)
+    ids = torch.randint(2, 50, (4, 75))
+    mask = torch.ones_like(ids)
+    mask[1, 50:] = 0
+    mask[2, 7:] = 0
+    mask[3, :] = 0
+    with torch.no_grad(), mock.patch.object(type(model.cell), "_forward_stepwise", side_effect=AssertionError):
+        out = model(ids, attention_mask=mask, use_cache=True)
+        head = model(ids[:, :60], attention_mask=mask[:, :60], use_cache=True)
+        tail = model(ids[:, 60:], attention_mask=mask[:, 60:], past_state=head.past_state, use_cache=True)
+    with torch.no_grad():
+        for row in range(3):
+            state = None
+            for t in range(75):
+                if mask[row, t]:
+                    emb, state = model.step(ids[row, t:t + 1], state)
+                    assert (emb[0] - out.last_hidden_state[row, t]).abs().max() < 1e-5, (row, t)
+            for a, b in zip(state.cell_state, out.past_state.index_select([row]).cell_state):
+                torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)  # the pooling's sums reach ~75
+    assert out.past_state.cell_state[-2].flatten().tolist() == [75, 50, 7, 0]
+    assert torch.equal(out.past_state.cell_state[2][3], torch.zeros(slots))  # the empty row's cache stays empty
+    chunked = torch.cat([head.last_hidden_state, tail.last_hidden_state], 1)
+    assert (chunked - out.last_hidden_state)[mask.bool()].abs().max() < 1e-5
+    for a, b in zip(tail.past_state.cell_state, out.past_state.cell_state):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
+
+
 def test_a_full_cache_drops_the_slot_the_query_weighs_least():
     model = tiny_model("tova_attention", num_hidden_layers=1, num_slots=3)
     layer = model.cell.layers[0]

@@ -25,7 +25,8 @@ def encode_texts(model: TF2RNNModel, tokenizer, texts: Union[str, Sequence[str]]
     """Final embeddings of `texts` ([N, output_size], float32 on CPU; one string gives [output_size]).
 
     Each text is read whole, as the streams and `forward` read it; `max_length` cuts texts at that many
-    steps instead. An int8 `tova_attention` student reads texts past its cache through its fused step."""
+    steps instead. An int8 `tova_attention` student reads the one text of a call past its cache through its fused
+    step, as `model.step` runs single rows (several go batched through its int8 modules)."""
     if isinstance(texts, str):
         return encode_texts(model, tokenizer, [texts], batch_size, max_length)[0]
     texts = list(texts)
@@ -37,14 +38,14 @@ def encode_texts(model: TF2RNNModel, tokenizer, texts: Union[str, Sequence[str]]
     device = next(model.parameters()).device
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
     out = torch.zeros(len(texts), model.config.output_size)
-    if _fused_tova(model):  # texts past the cache: the fused step, one text at a time
+    if _fused_tova(model):  # a text past the cache alone: the fused step
         ids = tokenizer(texts, truncation=max_length is not None, max_length=max_length)["input_ids"]
         skip = set(model.config.skip_token_ids or ())
         steps = [[token for token in row if token not in skip] for row in ids]  # the special tokens forward skips
-        for i in order:
-            if len(steps[i]) > model.config.num_slots:
-                out[i] = _fused_embedding(model, steps[i])
-        order = [i for i in order if len(steps[i]) <= model.config.num_slots]
+        long = [i for i in order if len(steps[i]) > model.config.num_slots]
+        if len(long) == 1:
+            out[long[0]] = _fused_embedding(model, steps[long[0]])
+            order.remove(long[0])
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         batch = tokenizer([texts[i] for i in idx], padding=True, truncation=max_length is not None,
@@ -62,9 +63,10 @@ def _fused_tova(model: TF2RNNModel) -> bool:
 
 def _fused_embedding(model: TF2RNNModel, steps: List[int]) -> torch.Tensor:
     """The embedding after `steps` (token ids, no special tokens) through an int8 `tova_attention` student's fused
-    step from the empty state: what its stream of the same text holds, bit for bit. Past `num_slots` tokens the
-    parallel form is gone and PyTorch steps one token at a time (benchmarks/probes/long_texts.py, one 256-token
-    text: 391 ms, the fused step 19; at a batch of 64, 36.5 ms a text against 23.6)."""
+    step from the empty state: what its stream of the same text holds, bit for bit. For one text past `num_slots`
+    tokens it beats the int8 modules' evicting form; for a batch of them it loses (benchmarks/probes/long_texts.py,
+    `long-texts-s60-after.json`, 256 tokens: one text 69 ms against 96; at a batch of 64, 52.6 ms a text against
+    20.8)."""
     state, emb = model.init_state(1), torch.zeros(1, model.config.output_size)
     for token in steps:
         emb, state = model.step_kernel(token, state)

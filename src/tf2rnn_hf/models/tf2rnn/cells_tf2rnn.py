@@ -519,16 +519,57 @@ class _PostNormLayer(nn.Module):
     def _heads(self, x: torch.Tensor) -> torch.Tensor:
         return x.view(*x.shape[:-1], self.heads, self.head_dim)
 
+    def project(self, x: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x's query, key and value projections."""
+        return self.query(x), self.key(x), self.value(x)
+
+    def evictions(self, q: torch.Tensor, keys: torch.Tensor, k: torch.Tensor, fill: torch.Tensor,
+                  lengths: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """TOVA over a block of steps, from its queries and keys (q, k [B, T, H]) and the cache as it starts (`keys`
+        [B, S, H], `fill` [B, S]): which of [cache rows, the block's steps] each step attends to (`allowed`
+        [B, T, S + T], itself included), and after each row's last real step (`lengths`) which of them each slot
+        holds ([B, S] indices) and whether it is filled ([B, S]). Each step takes the next free slot, or the one its
+        query weighs least (heads averaged), as `TOVAAttentionCell._step_all` does; only that choice goes step by
+        step (a dozen small ops), on scores made in one product."""
+        b, t, _ = q.shape
+        slots = keys.shape[1]
+        width = 1 + slots + t  # the sink, the cache's rows, the block's steps
+        all_k = self._heads(torch.cat([self.sink_key.to(k.dtype).expand(b, 1, -1), keys, k], 1))
+        cols = torch.arange(width, device=q.device)
+        inf = float("-inf")
+        causal = torch.where(cols[None] <= 1 + slots + torch.arange(t, device=q.device)[:, None], 0.0, inf)
+        scores = torch.einsum("bthd,bnhd->bhtn", self._heads(q), all_k) * self.scale + causal
+        # 0 for the keys a step may attend to (the sink, the rows in the cache, the steps not evicted), else -inf.
+        gone = torch.cat([scores.new_zeros(b, 1), torch.where(fill > 0, 0.0, inf), scores.new_zeros(b, t)], 1)
+        held = torch.arange(1, slots + 1, device=q.device).expand(b, -1)  # the key each slot holds
+        gones, helds = [], []
+        for j in range(t):
+            gones.append(gone)
+            helds.append(held)
+            weight = torch.softmax(scores[:, :, j] + gone[:, None], -1).mean(1)
+            # An empty slot reads -inf: the first one is taken while any is left (they fill in order).
+            target = (weight + gone).gather(1, held).argmin(-1, keepdim=True)
+            gone = gone.scatter(1, held.gather(1, target), inf)
+            held = held.scatter(1, target, 1 + slots + j)
+        gones.append(gone)
+        helds.append(held)
+        allowed = (torch.stack(gones[:-1], 1) + causal == 0)[..., 1:]
+        rows, last = torch.arange(b, device=q.device), lengths.clamp(0, t)
+        held, gone = torch.stack(helds, 1)[rows, last], torch.stack(gones, 1)[rows, last]
+        return allowed, held - 1, gone.gather(1, held) == 0
+
     def attend(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, allowed: torch.Tensor,
-               need_weights: bool = True, places: Optional[torch.Tensor] = None
+               need_weights: bool = True, places: Optional[torch.Tensor] = None,
+               qkv: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
         """x [B, T, H] attends over [sink, `keys`/`values` [B, S, H], its own T steps] where `allowed`
         [B, T, S + T] says so (the sink always). Returns (layer output, this chunk's keys and values [B, T, H],
         attention weights [B, heads, T, 1 + S + T], or None with `need_weights=False`). With `places` [N] (flat
         indices into [B, T]), x is [N, H], those positions only: the products skip the padding, which the
-        attention alone sees (as zero keys it may not read), and the output is [N, H] too."""
+        attention alone sees (as zero keys it may not read), and the output is [N, H] too. `qkv`: x's query, key
+        and value projections where the caller has them already."""
         b, t = allowed.shape[:2]
-        q, k, v = self.query(x), self.key(x), self.value(x)
+        q, k, v = qkv if qkv is not None else self.project(x)
         if places is not None:
             q, k, v = (_unpack(y, places, b, t) for y in (q, k, v))
         q = self._heads(q)
@@ -631,7 +672,9 @@ class TOVAAttentionCell(TF2RNNCell):
     position-weighted mean pooling for causal models), keeping the total weight as one more state entry.
 
     Training runs the parallel form (every step of a chunk at once, causal mask); it equals the recurrence
-    exactly while no row overflows its cache, and `forward` steps one position at a time where one would.
+    exactly while no row overflows its cache. Past that `forward` runs the evicting form: layer by layer, every
+    step's products and attention at once (the attention over blocks of steps), and only TOVA's choice of slot step
+    by step, on the attention weights. Both equal `step` repeated (to float rounding).
 
     With `config.open_tokens` W > 1 the newest tokens stay open (LoLCATs keeps a window of exact attention for
     what a linearised one misses; here the window is what a causal one misses): they attend to each other both
@@ -710,7 +753,7 @@ class TOVAAttentionCell(TF2RNNCell):
         """See `TF2RNNCell.forward`; `needed` [B, T] (open tokens only): the steps whose outputs the caller reads,
         so that the parallel form recomputes no other block middles (the outputs of the rest are unspecified)."""
         b, t, _ = inputs.shape
-        count, pooled = state[-2], state[-1]
+        count = state[-2]
         if t == 0:
             return [inputs.new_zeros(b, 0, self.config.hidden_size)] * self.num_outputs, state
         if self.open > 1:
@@ -721,11 +764,10 @@ class TOVAAttentionCell(TF2RNNCell):
         room = self.slots - int(count.max())  # steps every row can take before any cache is full
         if bool((count[:, 0] + lengths > self.slots).any()):
             if room <= 0:
-                return self._forward_stepwise(self._step_all, inputs, state, lengths)
-            # The parallel form up to the first possible eviction, then one step at a time.
+                return self._forward_evicting(inputs, state, lengths, use_cache)
+            # The parallel form up to the first possible eviction, then the evicting form.
             head, state = self.forward(inputs[:, :room], state, lengths.clamp(max=room))
-            tail, state = self._forward_stepwise(self._step_all, inputs[:, room:], state,
-                                                 (lengths - room).clamp(min=0))
+            tail, state = self._forward_evicting(inputs[:, room:], state, (lengths - room).clamp(min=0), use_cache)
             return [torch.cat(pair, 1) for pair in zip(head, tail)], state
         steps = torch.arange(t, device=inputs.device)
         valid = steps[None] < lengths[:, None]  # [B, T]
@@ -762,7 +804,15 @@ class TOVAAttentionCell(TF2RNNCell):
             new_state += [torch.where(written, torch.einsum("btk,bth->bkh", place, k), keys),
                           torch.where(written, torch.einsum("btk,bth->bkh", place, v), values),
                           torch.maximum(fill, place.sum(1))]
-        weights = self._pool_weights(count + 1 + steps[None]) * valid.to(inputs.dtype)  # [B, T]
+        return self._pool(x, valid, state, lengths, outputs, new_state, use_cache)
+
+    def _pool(self, x: torch.Tensor, valid: torch.Tensor, state: State, lengths: torch.Tensor, outputs: list,
+              new_state: list, use_cache: bool) -> Tuple[List[torch.Tensor], Optional[State]]:
+        """A chunk's pooled outputs from its top layer's `x` [B, T, H] (appended to the layers' `outputs`) and its
+        new state (the layers' entries `new_state`, then the pooling's, count and mean)."""
+        count, pooled = state[-2], state[-1]
+        steps = torch.arange(x.shape[1], device=x.device)
+        weights = self._pool_weights(count + 1 + steps[None]) * valid.to(x.dtype)  # [B, T]
         total = self._pooled_total(count, state)
         totals = total + torch.cumsum(weights, 1)
         sums = self._pooled_sum(count, pooled, total)[:, None] + torch.cumsum(x * weights[..., None].to(x.dtype), 1)
@@ -776,6 +826,38 @@ class TOVAAttentionCell(TF2RNNCell):
             new_state.append(_gather_steps(totals[..., None], lengths, total))
         new_state += [count + lengths[:, None].to(count.dtype), _gather_steps(means, lengths, pooled)]
         return outputs, tuple(new_state)
+
+    def _forward_evicting(self, inputs, state, lengths, use_cache):
+        """`forward` where caches overflow, layer by layer: each layer's products run over every step at once, its
+        attention over blocks of steps (each reads the cache as the block starts and the block's own keys: linear in
+        the text's length), and only TOVA's choice of slot goes step by step (`_PostNormLayer.evictions`, where
+        stepping the whole model cost ~40 ops a layer). Equals `_step_all` stepped."""
+        b, t, _ = inputs.shape
+        count = state[-2]
+        steps = torch.arange(t, device=inputs.device)
+        valid = steps[None] < lengths[:, None]
+        x = self._embed(inputs, count + 1 + steps[None])
+        block = max(32, self.slots)
+        while block > 8 and b * self.config.num_attention_heads * block * (1 + self.slots + block) > 2 ** 23:
+            block //= 2  # the block's scores within 32 MB
+        outputs, new_state = [], []
+        for i, layer in enumerate(self.layers):
+            keys, values, fill = state[3 * i: 3 * i + 3]
+            q, k, v = layer.project(x)
+            out = []
+            for start in range(0, t, block):
+                part = slice(start, start + block)
+                qkv = q[:, part], k[:, part], v[:, part]
+                allowed, held, filled = layer.evictions(qkv[0], keys, qkv[1], fill, lengths - start)
+                out.append(layer.attend(x[:, part], keys, values, allowed, need_weights=False, qkv=qkv)[0])
+                index = held[..., None].expand(-1, -1, keys.shape[-1])
+                keys, values = (torch.cat([cache, new], 1).gather(1, index) for cache, new in ((keys, qkv[1]),
+                                                                                              (values, qkv[2])))
+                fill = filled.to(fill.dtype)
+            x = torch.cat(out, 1)
+            outputs.append(x)
+            new_state += [keys, values, fill]
+        return self._pool(x, valid, state, lengths, outputs, new_state, use_cache)
 
     def _forward_open(self, inputs, state, lengths, use_cache, needed):
         """The parallel form with open tokens, from the empty state, no row longer than the cache."""
