@@ -242,7 +242,6 @@ class _Stream:
     word_states: List[Checkpoint] = field(default_factory=list)  # state after each of them
     char_states: List[Optional[Checkpoint]] = field(default_factory=list)  # byte-level: state after each character
     live: Optional[_LiveCache] = None  # tova_attention at batch 1: the cache keystrokes change in place
-    tokenised: Tuple[str, List[int]] = ("", [])  # the word last tokenised and its ids: a typed word's grow from them
     dropped: int = 0  # how many of the oldest checkpoints (boundaries, or characters) max_checkpoints let go
 
 
@@ -486,18 +485,14 @@ class BatchStreamingEncoder:
         if kernel is not None and hasattr(kernel, "prewake"):
             kernel.prewake()
 
-    def _word_tokens(self, s: _Stream, word: str) -> List[int]:
-        tokens = None
+    def _word_tokens(self, word: str) -> List[int]:
         if self._plain_words is not None:
-            last, ids = s.tokenised
-            tokens = self._plain_words(word, (len(last), ids) if last and word.startswith(last) else None)
-        if tokens is None:
-            if self.backend is not None:
-                tokens = self.backend.encode(word, add_special_tokens=False).ids
-            else:
-                tokens = self.tokenizer(word, add_special_tokens=False)["input_ids"]
-        s.tokenised = word, tokens
-        return tokens
+            tokens = self._plain_words(word)
+            if tokens is not None:
+                return tokens
+        if self.backend is not None:
+            return self.backend.encode(word, add_special_tokens=False).ids
+        return self.tokenizer(word, add_special_tokens=False)["input_ids"]
 
     @torch.inference_mode()
     def _type_bytes(self, edits: Dict[int, str]) -> None:
@@ -527,7 +522,7 @@ class BatchStreamingEncoder:
         for i in stream_ids:
             s = self.streams[i]
             start = s.boundaries[-1].start if s.boundaries else 0
-            tokens = self._word_tokens(s, s.text[start:])
+            tokens = self._word_tokens(s.text[start:])
             keep = 0
             while keep < min(len(tokens), len(s.word_tokens)) and tokens[keep] == s.word_tokens[keep]:
                 keep += 1

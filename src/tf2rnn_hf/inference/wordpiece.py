@@ -6,15 +6,10 @@ then an `Encoding`), the greedy longest-match below ~70 us, and ~3 us against ~8
 For such a word a BERT pipeline reduces to WordPiece: the normaliser only lowercases it (nothing to clean, no
 accents or CJK characters), the pre-tokeniser leaves it whole (no punctuation or whitespace). Any other word, or
 any other pipeline, goes to the tokenizer itself; tests hold the two equal over the vocabulary and random words.
-
-A keystroke mostly appends to the word it re-tokenises. Given the ids of the word before (`known`), the pieces found
-then still hold wherever no longer candidate reaches the new characters, so only those candidates are looked up: one
-lookup per piece for one typed character, where the whole greedy search tries every length at every piece (each a
-cache miss in a 30,000-entry vocabulary after the step's weights went through the caches).
 """
 
 import weakref
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -25,10 +20,6 @@ class AsciiWordPiece:
     def __init__(self, vocab: Dict[str, int], unk_token: str, prefix: str, max_chars: int, lowercase: bool):
         self.vocab, self.unk, self.prefix, self.max_chars = vocab, [vocab[unk_token]], prefix, max_chars
         self.lowercase = lowercase
-        # Characters each id covers as a piece (a continuation's prefix not counted): what `known` ids span.
-        self.chars = [0] * (max(vocab.values()) + 1)
-        for token, i in vocab.items():
-            self.chars[i] = len(token) - (len(prefix) if token.startswith(prefix) else 0)
 
     @classmethod
     def of(cls, backend) -> Optional["AsciiWordPiece"]:
@@ -46,20 +37,14 @@ class AsciiWordPiece:
         return cls(vocab, model.unk_token, model.continuing_subword_prefix, model.max_input_chars_per_word,
                    bool(normalizer.lowercase))
 
-    def __call__(self, word: str, known: Optional[Tuple[int, List[int]]] = None) -> Optional[List[int]]:
-        """The ids of `word`, or None where it is not a plain word. `known`: (n, the ids this returned for
-        `word[:n]`), whose pieces are reused where no candidate reaching past character n is in the vocabulary."""
+    def __call__(self, word: str) -> Optional[List[int]]:
         if not _plain(word):
             return None
         if self.lowercase:
             word = word.lower()
-        n = len(word)
-        if n > self.max_chars:
+        if len(word) > self.max_chars:
             return list(self.unk)
-        ids, start = [], 0
-        if known is not None and 0 < known[0] <= n and known[1] != self.unk:
-            start = self._reuse(word, known[0], known[1], ids)
-        vocab = self.vocab
+        vocab, ids, start, n = self.vocab, [], 0, len(word)
         while start < n:  # the longest piece in the vocabulary first, as WordPiece does
             end = n
             while end > start:
@@ -72,26 +57,6 @@ class AsciiWordPiece:
                 return list(self.unk)  # a piece with no match: the whole word is unknown
             start = end
         return ids
-
-    def _reuse(self, word: str, old: int, pieces: List[int], ids: List[int]) -> int:
-        """Greedy longest-match over `word` from its start while it follows `pieces`, the ids of `word[:old]`: at each
-        piece's start only candidates ending past `old` are new (the shorter ones lost to that piece before). Appends
-        the ids found to `ids` and returns where the search goes on (0 where `pieces` do not span `old` characters)."""
-        vocab, n, start = self.vocab, len(word), 0
-        for piece in pieces:
-            end = n
-            while end > old:
-                token = vocab.get(word[start:end] if start == 0 else self.prefix + word[start:end])
-                if token is not None:
-                    ids.append(token)
-                    return end
-                end -= 1
-            ids.append(piece)
-            start += self.chars[piece]
-        if start != old:  # not this word's pieces: search it whole
-            ids.clear()
-            return 0
-        return start
 
 
 def _plain(word: str) -> bool:
