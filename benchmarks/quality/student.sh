@@ -1297,3 +1297,9 @@ for s in l2 l2-open2 l2-open4 l3; do at_slots outputs/shape-$s 32; done
   --compare outputs/shape-l2-s32 outputs/shape-l2-open2-s32 outputs/shape-l2-open4-s32 outputs/shape-l3-s32
 distill_row tova-l3-steps2000-control-bf16-lr3e-4-grouped-posweight-final4-at898d0cd --num_hidden_layers 3 "${S2K[@]}"
 on_source tova-l3-steps2000-control-bf16-lr3e-4-grouped-posweight-final4-at898d0cd dict-foldoc
+# Session 60 (a Zen 3 host, AVX2 only, fresh, no GPU): the default's shape and a third layer per keystroke at 32 slots on
+# a host without VNNI, alone (experiments.md, session 60).
+shapes l2 l3
+for s in l2 l3; do at_slots outputs/shape-$s 32; done
+[ -f "$OUT/student-speed-v55.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v55.json" \
+  --compare outputs/shape-l2-s32 outputs/shape-l3-s32
