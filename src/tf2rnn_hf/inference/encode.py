@@ -65,8 +65,8 @@ def _fused_embedding(model: TF2RNNModel, steps: List[int]) -> torch.Tensor:
     """The embedding after `steps` (token ids, no special tokens) through an int8 `tova_attention` student's fused
     step from the empty state: what its stream of the same text holds, bit for bit. For one text past `num_slots`
     tokens it beats the int8 modules' evicting form; for a batch of them it loses (benchmarks/probes/long_texts.py,
-    `long-texts-s60-after.json`, 256 tokens: one text 69 ms against 96; at a batch of 64, 52.6 ms a text against
-    20.8)."""
+    256 tokens: one text 66 ms against 87, `long-texts-s60-after.json`; at a batch of 64, 52.5 ms a text in
+    `long-texts-s60-before.json`, where every long text took this step, against the modules' 21.5)."""
     state, emb = model.init_state(1), torch.zeros(1, model.config.output_size)
     for token in steps:
         emb, state = model.step_kernel(token, state)

@@ -539,39 +539,48 @@ class _PostNormLayer(nn.Module):
         inf = float("-inf")
         causal = torch.where(cols[None] <= 1 + slots + torch.arange(t, device=q.device)[:, None], 0.0, inf)
         scores = torch.einsum("bthd,bnhd->bhtn", self._heads(q), all_k) * self.scale + causal
-        # 0 for the keys a step may attend to (the sink, the rows in the cache, the steps not evicted), else -inf.
-        gone = torch.cat([scores.new_zeros(b, 1), torch.where(fill > 0, 0.0, inf), scores.new_zeros(b, t)], 1)
-        held = torch.arange(1, slots + 1, device=q.device).expand(b, -1)  # the key each slot holds
+        # 0 for the keys a step may attend to (the sink, the rows in the cache, the steps not evicted), else -inf;
+        # [B, 1, ...] throughout, so that no step makes a view.
+        gone = torch.cat([scores.new_zeros(b, 1), torch.where(fill > 0, 0.0, inf), scores.new_zeros(b, t)], 1)[:, None]
+        held = torch.arange(1, slots + 1, device=q.device).expand(b, 1, -1)  # the key each slot holds
         gones, helds = [], []
-        for j in range(t):
+        for j, row in enumerate(scores.unbind(2)):
             gones.append(gone)
             helds.append(held)
-            weight = torch.softmax(scores[:, :, j] + gone[:, None], -1).mean(1)
+            weight = torch.softmax(row + gone, -1).mean(1, keepdim=True)
             # An empty slot reads -inf: the first one is taken while any is left (they fill in order).
-            target = (weight + gone).gather(1, held).argmin(-1, keepdim=True)
-            gone = gone.scatter(1, held.gather(1, target), inf)
-            held = held.scatter(1, target, 1 + slots + j)
+            target = (weight + gone).gather(2, held).argmin(-1, keepdim=True)
+            gone = gone.scatter(2, held.gather(2, target), inf)
+            held = held.scatter(2, target, 1 + slots + j)
         gones.append(gone)
         helds.append(held)
-        allowed = (torch.stack(gones[:-1], 1) + causal == 0)[..., 1:]
+        allowed = (torch.cat(gones[:-1], 1) + causal == 0)[..., 1:]
         rows, last = torch.arange(b, device=q.device), lengths.clamp(0, t)
-        held, gone = torch.stack(helds, 1)[rows, last], torch.stack(gones, 1)[rows, last]
+        held, gone = torch.cat(helds, 1)[rows, last], torch.cat(gones, 1)[rows, last]
         return allowed, held - 1, gone.gather(1, held) == 0
 
     def attend(self, x: torch.Tensor, keys: torch.Tensor, values: torch.Tensor, allowed: torch.Tensor,
-               need_weights: bool = True, places: Optional[torch.Tensor] = None,
-               qkv: Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = None
+               need_weights: bool = True, places: Optional[torch.Tensor] = None
                ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor, Optional[torch.Tensor]]:
         """x [B, T, H] attends over [sink, `keys`/`values` [B, S, H], its own T steps] where `allowed`
         [B, T, S + T] says so (the sink always). Returns (layer output, this chunk's keys and values [B, T, H],
         attention weights [B, heads, T, 1 + S + T], or None with `need_weights=False`). With `places` [N] (flat
         indices into [B, T]), x is [N, H], those positions only: the products skip the padding, which the
-        attention alone sees (as zero keys it may not read), and the output is [N, H] too. `qkv`: x's query, key
-        and value projections where the caller has them already."""
+        attention alone sees (as zero keys it may not read), and the output is [N, H] too."""
         b, t = allowed.shape[:2]
-        q, k, v = qkv if qkv is not None else self.project(x)
+        q, k, v = self.project(x)
         if places is not None:
             q, k, v = (_unpack(y, places, b, t) for y in (q, k, v))
+        mixed, weights = self.mix(q, k, v, keys, values, allowed, need_weights)
+        if places is not None:
+            mixed = mixed.reshape(b * t, -1).index_select(0, places)
+        return self.finish(x, mixed), k, v, weights
+
+    def mix(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+            allowed: torch.Tensor, need_weights: bool = True) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+        """The attention of `attend` from the chunk's projections (q, k, v [B, T, H]): (mixed values [B, T, H],
+        weights or None)."""
+        b, t = allowed.shape[:2]
         q = self._heads(q)
         all_k = self._heads(torch.cat([self.sink_key.expand(b, 1, -1), keys, k], 1))
         all_v = self._heads(torch.cat([self.sink_value.expand(b, 1, -1), values, v], 1))
@@ -579,24 +588,23 @@ class _PostNormLayer(nn.Module):
         if need_weights:  # a step reads them (TOVA evicts by them)
             scores = torch.einsum("bthd,bshd->bhts", q, all_k) * self.scale
             weights = torch.softmax(scores.masked_fill(~allowed[:, None], float("-inf")), dim=-1)
-            mixed = torch.einsum("bhts,bshd->bthd", weights, all_v).reshape(b, t, -1)
-        else:  # the parallel forms read none: PyTorch's fused attention keeps no [B, heads, T, S] weights around
-            weights = None
-            q, all_k, all_v = (y.transpose(1, 2) for y in (q, all_k, all_v))
-            if q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
-                # On CPU its bf16 backward ran ~10x slower than fp32 (benchmarks/probes/train_step.py --bf16),
-                # undoing what bf16 saves in the products around it: attend in fp32.
-                with torch.autocast("cpu", enabled=False):
-                    mixed = F.scaled_dot_product_attention(q.float(), all_k.float(), all_v.float(),
-                                                           attn_mask=allowed[:, None], scale=self.scale)
-            else:
-                mixed = F.scaled_dot_product_attention(q, all_k, all_v, attn_mask=allowed[:, None], scale=self.scale)
-            mixed = mixed.transpose(1, 2).reshape(b, t, -1)
-        if places is not None:
-            mixed = mixed.reshape(b * t, -1).index_select(0, places)
+            return torch.einsum("bhts,bshd->bthd", weights, all_v).reshape(b, t, -1), weights
+        # The parallel forms read none: PyTorch's fused attention keeps no [B, heads, T, S] weights around.
+        q, all_k, all_v = (y.transpose(1, 2) for y in (q, all_k, all_v))
+        if q.device.type == "cpu" and torch.is_autocast_enabled("cpu"):
+            # On CPU its bf16 backward ran ~10x slower than fp32 (benchmarks/probes/train_step.py --bf16),
+            # undoing what bf16 saves in the products around it: attend in fp32.
+            with torch.autocast("cpu", enabled=False):
+                mixed = F.scaled_dot_product_attention(q.float(), all_k.float(), all_v.float(),
+                                                       attn_mask=allowed[:, None], scale=self.scale)
+        else:
+            mixed = F.scaled_dot_product_attention(q, all_k, all_v, attn_mask=allowed[:, None], scale=self.scale)
+        return mixed.transpose(1, 2).reshape(b, t, -1), None
+
+    def finish(self, x: torch.Tensor, mixed: torch.Tensor) -> torch.Tensor:
+        """The layer's output from its input `x` and its attention's `mixed` values: output map, norms, feed-forward."""
         x = self.attention_norm(x + self.out(mixed))
-        x = self.output_norm(x + self.down(F.gelu(self.up(x))))
-        return x, k, v, weights
+        return self.output_norm(x + self.down(F.gelu(self.up(x))))
 
     def init_parameters(self, copy_) -> None:
         """Small random sinks (a teacher-built student overwrites them with the teacher's [CLS])."""
@@ -844,17 +852,16 @@ class TOVAAttentionCell(TF2RNNCell):
         for i, layer in enumerate(self.layers):
             keys, values, fill = state[3 * i: 3 * i + 3]
             q, k, v = layer.project(x)
-            out = []
+            mixed = []
             for start in range(0, t, block):
                 part = slice(start, start + block)
-                qkv = q[:, part], k[:, part], v[:, part]
-                allowed, held, filled = layer.evictions(qkv[0], keys, qkv[1], fill, lengths - start)
-                out.append(layer.attend(x[:, part], keys, values, allowed, need_weights=False, qkv=qkv)[0])
+                qb, kb, vb = q[:, part], k[:, part], v[:, part]
+                allowed, held, filled = layer.evictions(qb, keys, kb, fill, lengths - start)
+                mixed.append(layer.mix(qb, kb, vb, keys, values, allowed, need_weights=False)[0])
                 index = held[..., None].expand(-1, -1, keys.shape[-1])
-                keys, values = (torch.cat([cache, new], 1).gather(1, index) for cache, new in ((keys, qkv[1]),
-                                                                                              (values, qkv[2])))
+                keys, values = torch.cat([keys, kb], 1).gather(1, index), torch.cat([values, vb], 1).gather(1, index)
                 fill = filled.to(fill.dtype)
-            x = torch.cat(out, 1)
+            x = layer.finish(x, torch.cat(mixed, 1))  # the products after attention over every step at once
             outputs.append(x)
             new_state += [keys, values, fill]
         return self._pool(x, valid, state, lengths, outputs, new_state, use_cache)
