@@ -203,6 +203,28 @@ def test_past_the_cache_forward_runs_layer_by_layer_and_equals_the_steps(slots, 
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5)
 
 
+def test_training_through_the_evicting_form_gets_the_gradients_of_stepping():
+    # The slot choices carry no gradient; what flows through the kept keys and values is stepping's, to rounding.
+    model = tiny_model("tova_attention", num_slots=3).train()
+    ids = torch.randint(2, 50, (2, 40))
+    weights = torch.randn(2, 40, model.config.output_size)  # every step's output counts, each differently
+
+    def gradients():
+        model.zero_grad()
+        (model(ids, use_cache=False).last_hidden_state * weights).sum().backward()
+        return [p.grad.clone() for p in model.cell.parameters() if p.grad is not None]
+
+    evicting = gradients()
+    stepping = mock.patch.object(type(model.cell), "_forward_evicting", lambda self, inputs, state, lengths, use_cache:
+                                 self._forward_stepwise(self._step_all, inputs, state, lengths))
+    with stepping:
+        stepped = gradients()
+    assert len(evicting) == len(stepped) > 10
+    for a, b in zip(evicting, stepped):
+        assert b.abs().max() > 1e-4  # a gradient that counts
+        assert (a - b).abs().max() <= 1e-5 * b.abs().max()
+
+
 def test_a_full_cache_drops_the_slot_the_query_weighs_least():
     model = tiny_model("tova_attention", num_hidden_layers=1, num_slots=3)
     layer = model.cell.layers[0]

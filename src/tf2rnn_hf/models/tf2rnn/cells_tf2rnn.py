@@ -523,6 +523,7 @@ class _PostNormLayer(nn.Module):
         """x's query, key and value projections."""
         return self.query(x), self.key(x), self.value(x)
 
+    @torch.no_grad()  # choices, not values: no gradient flows through them, so training keeps no graph of the loop
     def evictions(self, q: torch.Tensor, keys: torch.Tensor, k: torch.Tensor, fill: torch.Tensor,
                   lengths: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """TOVA over a block of steps, from its queries and keys (q, k [B, T, H]) and the cache as it starts (`keys`
