@@ -560,6 +560,13 @@ def test_bulk_encoding_takes_the_fused_step_past_the_cache_and_int8_keeps_the_fp
     assert not calls  # two past the cache: batched
     assert (batched * encode_texts(model, tokenizer, [long, longer, short])).sum(-1).min() >= 0.99
     assert (batched[0] * bulk[0]).sum() >= 0.99
+    from transformers import AutoTokenizer
+
+    from tf2rnn_hf.data.teacher import resolve_teacher_path
+
+    padded = AutoTokenizer.from_pretrained(resolve_teacher_path())  # its backend pads every encoding to 128
+    assert torch.equal(encode_texts(quantized, padded, [long])[0], bulk[0])
+    assert padded.backend_tokenizer.padding is not None  # the caller's tokenizer is left as it was
     # max_length counts the special tokens, as the batched path's: 14 leaves 12 steps, still past the cache.
     state = quantized.init_state(1)
     for token in ids[:12]:

@@ -39,9 +39,15 @@ def encode_texts(model: TF2RNNModel, tokenizer, texts: Union[str, Sequence[str]]
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # less padding per batch
     out = torch.zeros(len(texts), model.config.output_size)
     if _fused_tova(model):  # a text past the cache alone: the fused step
-        ids = tokenizer(texts, truncation=max_length is not None, max_length=max_length)["input_ids"]
         skip = set(model.config.skip_token_ids or ())
-        steps = [[token for token in row if token not in skip] for row in ids]  # the special tokens forward skips
+        steps = []  # each text's ids less the special tokens forward skips
+        for start in range(0, len(texts), batch_size):
+            # The batches' own call: without padding, transformers would switch off padding set in the caller's
+            # tokenizer backend (the built-in teacher's pads to 128) and leave it off.
+            enc = tokenizer(texts[start:start + batch_size], padding=True, truncation=max_length is not None,
+                            max_length=max_length)
+            steps += [[token for token, real in zip(row, mask) if real and token not in skip]
+                      for row, mask in zip(enc["input_ids"], enc["attention_mask"])]
         long = [i for i in order if len(steps[i]) > model.config.num_slots]
         if len(long) == 1:
             out[long[0]] = _fused_embedding(model, steps[long[0]])
