@@ -556,6 +556,28 @@ def test_inherited_student_improves_on_the_causal_teacher_and_loads_everywhere(t
     assert (ours - theirs).abs().max() <= 1e-5
 
 
+def test_init_from_trains_the_saved_student_at_the_slots_asked_for(tmp_path):
+    """--init_from keeps the saved student's shape; --num_slots, a budget rather than a shape, is the one option
+    that applies to it (it used to be dropped in silence, so a student meant to train at its serving cache did not)."""
+    from transformers import AutoConfig
+
+    from tf2rnn_hf.distill.recipe import main
+
+    def run(out, *extra):
+        main(_distill_args(tmp_path / out, tmp_path / "cache", "--max_steps", "1", "--use_cpu", "true",
+                           "--save_strategy", "no", "--max_eval_texts", "4", *extra))
+        return AutoConfig.from_pretrained(tmp_path / out)
+
+    assert run("fresh", "--cell_type", "tova_attention", "--hidden_size", "384", "--num_hidden_layers",
+               "1").num_slots == 32  # the config's default when nothing is asked
+    saved = run("saved", "--cell_type", "tova_attention", "--hidden_size", "384", "--num_hidden_layers", "1",
+                "--num_slots", "12")
+    assert saved.num_slots == 12
+    kept = run("kept", "--init_from", str(tmp_path / "saved"))
+    assert (kept.cell_type, kept.num_hidden_layers, kept.num_slots) == ("tova_attention", 1, 12)
+    assert run("budget", "--init_from", str(tmp_path / "saved"), "--num_slots", "6").num_slots == 6
+
+
 @torch.no_grad()
 def test_a_narrower_feed_forward_keeps_the_teachers_strongest_neurons_refitted(teacher):
     """intermediate_size below the teacher's keeps each layer's neurons by what they add on the calibration

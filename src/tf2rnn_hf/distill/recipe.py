@@ -88,7 +88,10 @@ class ModelArguments:
     granularity: str = field(default="token", metadata={
         "help": "The student's step: 'token' (the teacher's WordPiece) or 'byte' (UTF-8 bytes, ByT5 tokenizer; "
                 "trains on character-level trajectories)."})
-    num_slots: int = 32
+    num_slots: Optional[int] = field(default=None, metadata={
+        "help": "tova_attention and multi_state: the bounded cache's slots (default 32; with --init_from, the saved "
+                "student's). A budget, not a shape: --init_from with --num_slots trains the saved weights at this "
+                "count."})
     bidirectional_pooling: bool = field(default=False, metadata={
         "help": "tova_attention: add the O(1) bidirectional linear-attention term to the pooled mean."})
     open_tokens: Optional[int] = field(default=None, metadata={
@@ -99,7 +102,9 @@ class ModelArguments:
                 "position-weighted mean); unset keeps the teacher's plain mean."})
     num_attention_heads: Optional[int] = field(default=None, metadata={
         "help": "Heads of the attention-like cells (default 4; the teacher's for cells that inherit it)."})
-    init_from: Optional[str] = field(default=None, metadata={"help": "Continue from a saved student."})
+    init_from: Optional[str] = field(default=None, metadata={
+        "help": "Continue from a saved student: its cell, width and layers are the saved ones (only --num_slots "
+                "applies)."})
 
 
 @dataclass
@@ -279,14 +284,16 @@ def main(argv: Optional[List[str]] = None) -> dict:
 
     schedule = training_args.schedule
     if model_args.init_from:
-        model = TF2RNNForDistillation.from_pretrained(model_args.init_from)
+        # The slot count is the one shape option a saved student can change (the same weights at another budget).
+        model = TF2RNNForDistillation.from_pretrained(
+            model_args.init_from, **({} if model_args.num_slots is None else {"num_slots": model_args.num_slots}))
         tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
     else:
         with training_args.main_process_first(desc="token vectors"):
             model, tokenizer = build_student(
                 teacher, cell_type=model_args.cell_type, hidden_size=model_args.hidden_size,
                 num_hidden_layers=model_args.num_hidden_layers, token_init=model_args.token_init,
-                granularity=model_args.granularity, num_slots=model_args.num_slots,
+                granularity=model_args.granularity,
                 teacher_layers=[int(i) for i in model_args.teacher_layers.split(",")] if model_args.teacher_layers
                 else None,
                 calibration_texts=train_texts[:CALIBRATION_TEXTS] if model_args.intermediate_size else None,
@@ -297,6 +304,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                                  ("residual_layers", model_args.residual_layers),
                                                  ("bidirectional_pooling", model_args.bidirectional_pooling or None),
                                                  ("open_tokens", model_args.open_tokens),
+                                                 ("num_slots", model_args.num_slots),
                                                  ("pooling_position_exponent", model_args.pooling_position_exponent))
                    if value is not None},
                 state_lift=schedule.uses_transition)
