@@ -45,6 +45,22 @@ def test_bad_files_are_named(tmp_path):
         corpus.load_texts(str(tmp_path / "missing.txt"))
 
 
+def test_a_local_file_is_read_whole_unless_a_part_is_held_out(tmp_path):
+    """A local file has no splits: read whole by default (an --eval_corpus file is all held out); with hold_out, split
+    as the built-in corpus is, by a stable hash, so its two parts never share a text."""
+    texts = [f"sentence number {i} of the user's own text" for i in range(400)]
+    (tmp_path / "own.txt").write_text("\n".join(texts) + "\n")
+    path = str(tmp_path / "own.txt")
+    assert list(corpus.load_texts(path, "heldout")["text"]) == texts
+    train = list(corpus.load_texts(path, "train", hold_out=True)["text"])
+    held = list(corpus.load_texts(path, "heldout", hold_out=True)["text"])
+    assert sorted(train + held) == sorted(texts) and not set(train) & set(held)
+    assert 0 < len(held) < 0.1 * len(texts)  # HELDOUT_PERCENT, by hash
+    assert held == list(corpus.load_texts(path, "heldout", hold_out=True)["text"])  # stable
+    with pytest.raises(ValueError, match="'train' and 'heldout'"):
+        corpus.load_texts(path, "test", hold_out=True)
+
+
 def test_cleaning_rules():
     assert corpus.clean_sentence("Resisting treatment; difficult of fusion ; , which") == \
         "Resisting treatment; difficult of fusion; which."

@@ -556,6 +556,30 @@ def test_inherited_student_improves_on_the_causal_teacher_and_loads_everywhere(t
     assert (ours - theirs).abs().max() <= 1e-5
 
 
+def test_a_local_corpus_alone_is_scored_on_texts_held_out_of_it(tmp_path):
+    """`--corpus FILE` without --eval_corpus used to score the student on the file's first texts, which it had trained
+    on; now a stable hash holds some out of training, as the built-in corpus's split does, and those are scored."""
+    from tf2rnn_hf.data.corpus import load_texts
+    from tf2rnn_hf.distill.recipe import main
+
+    own = tmp_path / "own.txt"
+    own.write_text((DATA / "train.txt").read_text() + (DATA / "heldout.txt").read_text())
+    held = list(load_texts(str(own), "heldout", hold_out=True)["text"])
+    assert held and not set(held) & set(load_texts(str(own), "train", hold_out=True)["text"])
+
+    def args(out, corpus):
+        return ["--preset", "tiny", "--corpus", str(corpus), "--output_dir", str(tmp_path / out), "--cache_dir",
+                str(tmp_path / "cache"), "--report_to", "none", "--disable_tqdm", "true", "--max_steps", "1",
+                "--use_cpu", "true", "--save_strategy", "no"]
+
+    results = main(args("own", own))
+    assert results["held_out_texts"] == len(held) and results["fidelity"]["student"]["final_cosine"] > 0
+    few = tmp_path / "few.txt"
+    few.write_text("".join(t + "\n" for t in load_texts(str(own), "train", hold_out=True)["text"][:5]))
+    with pytest.raises(ValueError, match="No held-out texts in .*few.txt.*--eval_corpus"):
+        main(args("few", few))
+
+
 def test_init_from_trains_the_saved_student_at_the_slots_asked_for(tmp_path):
     """--init_from keeps the saved student's shape; --num_slots, a budget rather than a shape, is the one option
     that applies to it (it used to be dropped in silence, so a student meant to train at its serving cache did not)."""

@@ -107,8 +107,8 @@ def passages(texts: Sequence[str], tokenizer, min_tokens: int = 100, count: Opti
 
 def load_texts(source: str, split: str = "train", text_column: str = "text", limit: Optional[int] = None,
                cache_dir: Optional[Union[str, Path]] = None, only_sources: Optional[Sequence[str]] = None,
-               exclude_sources: Optional[Sequence[str]] = None, shuffle_seed: Optional[int] = None
-               ) -> datasets.Dataset:
+               exclude_sources: Optional[Sequence[str]] = None, shuffle_seed: Optional[int] = None,
+               hold_out: bool = False) -> datasets.Dataset:
     """Texts from `source` as a Dataset with a `text` column.
 
     `source` is `"offline"` or `"offline-xl"` (the built-in recipes; `split` is `train` or `heldout`), a local `.txt`
@@ -118,6 +118,8 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     keep or drop rows by their `source` column (the offline corpus records each sentence's package).
     With `shuffle_seed`, `limit` takes a stable random sample instead of the first rows (the offline
     corpus's splits run source by source, so its first rows all come from one source).
+    A local file has no splits and `split` is ignored, unless `hold_out`: then it is split as the built-in corpus is
+    (HELDOUT_PERCENT of its texts held out by a stable hash) and `split` ("train" or "heldout") takes one part.
     """
     looks_local = _kind_suffix(Path(source)) in _KINDS or source.startswith((".", "/", "~"))
     if source in RECIPES:
@@ -137,6 +139,11 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     ds = ds.filter(lambda batch: [bool(t and t.strip()) for t in batch["text"]], batched=True)
     if len(ds) < before:
         logger.info("Skipped %d empty or whitespace-only texts of %s.", before - len(ds), source)
+    if hold_out and source not in RECIPES and Path(source).exists():
+        if split not in ("train", "heldout"):
+            raise ValueError(f"A local corpus is split into 'train' and 'heldout' (held out by a stable hash), "
+                             f"not {split!r}.")
+        ds = _split_rows(ds)[split]
     if only_sources or exclude_sources:
         if "source" not in ds.column_names:
             raise ValueError(f"{source!r} has no 'source' column to choose texts by source from.")

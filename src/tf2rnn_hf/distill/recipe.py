@@ -25,7 +25,7 @@ import torch
 from transformers import AutoTokenizer, HfArgumentParser, set_seed
 
 from ..data import trajectories
-from ..data.corpus import load_texts, passages
+from ..data.corpus import HELDOUT_PERCENT, load_texts, passages
 from ..data.teacher import Teacher, fast_bf16
 from ..evaluation.fidelity import fidelity_table
 from ..evaluation.report import format_table
@@ -114,7 +114,8 @@ class DataArguments:
     corpus: str = field(default="offline", metadata={
         "help": "'offline' or 'offline-xl' (built in), a local file/folder or a Hub dataset id."})
     eval_corpus: Optional[str] = field(default=None, metadata={
-        "help": "Held-out text (same kinds as --corpus); default: --corpus at --eval_split."})
+        "help": "Held-out text (same kinds as --corpus, read whole); default: --corpus at --eval_split (a local "
+                "--corpus: the texts a stable hash holds out of it, which the student then does not train on)."})
     text_column: str = "text"
     exclude_sources: Optional[str] = field(default=None, metadata={
         "help": "Comma-separated sources (the offline corpus's packages) whose texts are dropped from the "
@@ -241,12 +242,19 @@ def main(argv: Optional[List[str]] = None) -> dict:
         def split_list(value):
             return value.split(",") if value else None
 
+        # A local corpus has no held-out split of its own: without --eval_corpus it is split as the built-in one,
+        # so that the held-out figures (and the model card's) never score texts the student trained on.
+        hold_out = data_args.eval_corpus is None
         train_rows = load_texts(data_args.corpus, data_args.train_split, data_args.text_column,
                                 data_args.max_train_texts, data_args.cache_dir,
-                                shuffle_seed=data_args.train_sample_seed)
+                                shuffle_seed=data_args.train_sample_seed, hold_out=hold_out)
         eval_texts = load_texts(data_args.eval_corpus or data_args.corpus, data_args.eval_split,
                                 data_args.text_column, data_args.max_eval_texts, data_args.cache_dir,
-                                only_sources=split_list(data_args.eval_sources))["text"]
+                                only_sources=split_list(data_args.eval_sources), hold_out=hold_out)["text"]
+    if not len(eval_texts):
+        raise ValueError(f"No held-out texts in {data_args.eval_corpus or data_args.corpus} ({data_args.eval_split!r}) "
+                         f"to score the student on (a local --corpus holds out {HELDOUT_PERCENT}% of its texts by a "
+                         f"stable hash); pass --eval_corpus with texts it does not train on.")
     train_texts, left_out = list(train_rows["text"]), left_out_texts(train_rows, data_args)
     # (texts, settings) pairs whose trajectories make the training set: sentences, then any passages.
     parts = [(train_texts, settings)]
@@ -325,7 +333,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
     timings["train_s"] = time.perf_counter() - t1
     trainer.save_model()  # weights, config, custom code, sentence-transformers files, tokenizer
 
-    results = {"timings": timings, "train": train_result.metrics, "world_size": training_args.world_size}
+    results = {"timings": timings, "train": train_result.metrics, "world_size": training_args.world_size,
+               "held_out_texts": len(eval_texts)}
     if "source" in train_rows.column_names:
         results["train_texts_by_source"] = dict(Counter(s for t, s in zip(train_texts, train_rows["source"])
                                                         if t not in left_out).most_common())
