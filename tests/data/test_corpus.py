@@ -61,6 +61,16 @@ def test_a_local_file_is_read_whole_unless_a_part_is_held_out(tmp_path):
         corpus.load_texts(path, "test", hold_out=True)
 
 
+def test_a_limit_that_cuts_the_texts_says_so(tmp_path, caplog):
+    """A corpus larger than --max_train_texts (20,000 by default) trains on part of it: the log says which part."""
+    (tmp_path / "own.txt").write_text("a b\nc d\ne f\n")
+    with caplog.at_level("INFO", logger="tf2rnn_hf.data.corpus"):
+        assert list(corpus.load_texts(str(tmp_path / "own.txt"), limit=2)["text"]) == ["a b", "c d"]
+        corpus.load_texts(str(tmp_path / "own.txt"), limit=3)
+    assert [r.getMessage() for r in caplog.records if "Took" in r.getMessage()] == [
+        f"Took the first 2 of the 3 texts of {tmp_path / 'own.txt'} (train split)."]
+
+
 def test_cleaning_rules():
     assert corpus.clean_sentence("Resisting treatment; difficult of fusion ; , which") == \
         "Resisting treatment; difficult of fusion; which."

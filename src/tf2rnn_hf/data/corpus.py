@@ -155,8 +155,10 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
         ds = ds.filter(lambda batch: [s in keep for s in batch["source"]], batched=True)
     if shuffle_seed is not None:
         ds = ds.shuffle(seed=shuffle_seed)
-    if limit is not None:
-        ds = ds.select(range(min(limit, len(ds))))
+    if limit is not None and limit < len(ds):
+        logger.info("Took %s %d of the %d texts of %s (%s split).", "a stable sample of" if shuffle_seed is not None
+                    else "the first", limit, len(ds), source, split)
+        ds = ds.select(range(limit))
     return ds
 
 

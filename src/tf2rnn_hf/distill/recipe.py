@@ -124,7 +124,8 @@ class DataArguments:
         "help": "Comma-separated sources the held-out texts are drawn from (default: all)."})
     train_split: str = "train"
     eval_split: str = "heldout"
-    max_train_texts: Optional[int] = 20000
+    max_train_texts: Optional[int] = field(default=20000, metadata={
+        "help": "Train on at most this many texts of the training split (the log says how many it held)."})
     train_sample_seed: Optional[int] = field(default=None, metadata={
         "help": "Take --max_train_texts as a stable random sample of the training split (across its sources) "
                 "instead of its first rows (the offline corpus runs source by source: its first 12,000 rows are "
