@@ -521,14 +521,21 @@ class BatchStreamingEncoder:
         pending: List[Tuple[_Stream, List[int]]] = []
         for i in stream_ids:
             s = self.streams[i]
-            start = s.boundaries[-1].start if s.boundaries else 0
-            tokens = self._word_tokens(s.text[start:])
-            keep = 0
-            while keep < min(len(tokens), len(s.word_tokens)) and tokens[keep] == s.word_tokens[keep]:
+            tokens = self._word_tokens(s.text[s.boundaries[-1].start if s.boundaries else 0:])
+            old, keep = s.word_tokens, 0
+            same = min(len(tokens), len(old))
+            while keep < same and tokens[keep] == old[keep]:
                 keep += 1
-            s.word_tokens, s.word_states = s.word_tokens[:keep], s.word_states[:keep]
+            # New lists, never the old ones cut in place: `_mark` holds the old ones to undo a failed call.
+            s.word_tokens, s.word_states = old[:keep], s.word_states[:keep]
             if len(tokens) > keep:
                 pending.append((s, tokens[keep:]))
+        if len(pending) == 1:  # one stream (a keystroke): its tokens in turn, without the rounds' lists
+            s, tokens = pending[0]
+            for tok in tokens:
+                s.word_states.append(self._step([self._state(s)], [tok], [s])[0])
+                s.word_tokens.append(tok)
+            return
         rounds = max((len(t) for _, t in pending), default=0)
         for r in range(rounds):
             active = [(s, t[r]) for s, t in pending if len(t) > r]

@@ -330,7 +330,8 @@ class Int8TOVAStep(_FusedStep):
         self._record_emb = sum(self._record_small)  # then the token sum (residual students), then the rows
         self._record_tsum = self._record_emb + self.output_size
         self._record_head = self._record_tsum + (self.output_size if self.residual else 0)
-        self._record_types = {}
+        self._small_bytes = [4 * o for o in self._record_offsets]
+        self._layouts = {}
 
     def __call__(self, input_ids, state: TF2RNNState):
         """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
@@ -363,11 +364,16 @@ class Int8TOVAStep(_FusedStep):
     # (dispatch, allocator) cost ~60-120 us against ~30 for a ctypes array (experiments.md, session 39); `record_views`
     # makes tensors of it only where a state is rebuilt.
 
-    def _new_record(self, size: int) -> ctypes.Array:
-        kind = self._record_types.get(size)
-        if kind is None:  # a handful of sizes (rows written or not, overwriting or not): one array type each
-            kind = self._record_types[size] = ctypes.c_float * size
-        return kind()
+    def _layout(self, width: int, overwrites: bool):
+        """(the record's array type, byte offsets of its rows, their slots and the rows replaced, each None where the
+        step writes none) for a step writing `width` rows a layer: a handful of layouts, each built once."""
+        layout = self._layouts.get((width, overwrites))
+        if layout is None:
+            head, block, size = self._record_sizes(width, overwrites)
+            rows, slots = (4 * head, 4 * (head + block)) if width else (None, None)
+            replaced = slots + 4 * self.layers * width if width and overwrites else None
+            layout = self._layouts[(width, overwrites)] = (ctypes.c_float * size, rows, slots, replaced)
+        return layout
 
     def _record_sizes(self, width: int, overwrites: bool):
         """(where the rows start, their size, the record's size), in floats."""
@@ -378,7 +384,7 @@ class Int8TOVAStep(_FusedStep):
     def record_pointers(self, record: ctypes.Array):
         """(pointers of `small`'s entries, of the token sum) in a record: what a step from it reads."""
         base = ctypes.addressof(record)
-        return [base + 4 * o for o in self._record_offsets], base + 4 * self._record_tsum
+        return [base + o for o in self._small_bytes], base + 4 * self._record_tsum
 
     def cache_pointers(self, kv: torch.Tensor) -> Tuple[ctypes.Array, ctypes.Array]:
         """The state pointers `step_live` reads and writes over a live cache `kv` ([layers, 2, 1, S, H],
@@ -436,19 +442,15 @@ class Int8TOVAStep(_FusedStep):
         """A new record for one live step and where the step writes into it: (record, rows, slots, rows replaced,
         token sum, embedding), pointers or None; `kv`'s entries for `small` are pointed at the parent's and the
         record's."""
-        head, block, size = self._record_sizes(width, overwrites)
-        record = self._new_record(size)
+        kind, rows, slots, replaced = self._layout(width, overwrites)
+        record = kind()
         base = ctypes.addressof(record)
         ins, outs = kv
-        for i, a, o in zip(self.small, small, self._record_offsets):
-            ins[i], outs[i] = a, base + 4 * o
-        rows = slots = replaced = None  # written only by a step that commits rows
-        if width:
-            rows = base + 4 * head
-            slots = rows + 4 * block
-            replaced = slots + 4 * self.layers * width if overwrites else None
-        return (record, rows, slots, replaced, base + 4 * self._record_tsum if self.residual else token_sum,
-                base + 4 * self._record_emb)
+        for i, a, o in zip(self.small, small, self._small_bytes):
+            ins[i], outs[i] = a, base + o
+        return (record, None if rows is None else base + rows, None if slots is None else base + slots,
+                None if replaced is None else base + replaced,
+                base + 4 * self._record_tsum if self.residual else token_sum, base + 4 * self._record_emb)
 
     def record_views(self, record: ctypes.Array, width: int, overwrites: bool):
         """A record's parts as tensors (views): (`small`'s entries, embedding [1, O], token sum [1, O] or None
@@ -478,10 +480,10 @@ class Int8TOVAStep(_FusedStep):
 
     def restore(self, kv: torch.Tensor, record: ctypes.Array, width: int) -> None:
         """Undo the step that wrote `record` (with `overwrites`) on the live cache `kv` ([layers, 2, 1, S, H])."""
-        head, block, _ = self._record_sizes(width, True)
-        base = ctypes.addressof(record) + 4 * (head + block)
-        self.lib.tf2rnn_tova_restore(kv.data_ptr(), self.layers, width, kv.shape[-2], self.hidden_size, base,
-                                     base + 4 * self.layers * width)
+        _, _, slots, replaced = self._layout(width, True)
+        base = ctypes.addressof(record)
+        self.lib.tf2rnn_tova_restore(kv.data_ptr(), self.layers, width, kv.shape[-2], self.hidden_size, base + slots,
+                                     base + replaced)
 
 
 KERNELS = (Int8GRUStep, Int8TOVAStep)
