@@ -1340,3 +1340,59 @@ done
 # -> 0.033 and STS-B 0.3-0.4 at equal steps (half of each batch is a passage); training through eviction adds 0.012
 # -> final on passages (0.830 against 0.823 over tokens 65-128), nothing elsewhere, and trains 1.3x faster than the
 # -> parallel form at 128 slots on 128-token texts. Most of the eviction gap is not having seen long text.
+# Session 62 (a fresh 2-core Zen 3, no GPU): passages as a second stage. Session 61's passages from the start cost
+# sentences what they bought long text; a short stage on a student that read sentences first is what the release
+# could take (--init_from the released weights). From session 61's sentence row trained at 32 slots (run again: its
+# folder went with that host), 500 more steps at lr 1e-4 at 32 slots (--num_slots now applies to --init_from) on
+# sentences (the control: more steps alone) and on session 61's passage draw. Scored as session 61's rows. Alone.
+S62_BASE=tova-l2-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at76aab9f
+SLOTS=32 distill_row $S62_BASE --num_hidden_layers 2 "${S2K[@]}"
+scored $S62_BASE
+for data in sentences passages; do
+  extra=(); [ $data = passages ] && extra=("${S61_PASSAGES[@]}")
+  name=tova-l2-steps2000-sentences-train32-then-$data-500-lr1e-4-fp32-grouped-posweight-final4-at76aab9f
+  SLOTS=32 distill_row $name --num_hidden_layers 2 "${S2K[@]}" --init_from "outputs/student-$S62_BASE" \
+    --learning_rate 1e-4 --max_steps 500 "${extra[@]}"
+  scored $name
+done
+# -> (held-out sentences final / NA@10 / drift 33-64, passages final / NA@10, STS-B) the base, run again: session 61's
+# -> row to every digit (0.8822 / 0.526 / 0.857, 0.761 / 0.611, 77.32; in training 0.8908 / 0.591, train loss 0.09387);
+# -> then 500 steps on sentences: 0.8830 / 0.526 / 0.859, 0.760 / 0.616, 77.31 (135 s);
+# -> then 500 steps on passages: 0.8824 / 0.523 / 0.862, 0.826 / 0.649, 77.37 (206 s).
+# -> A short passage stage buys long text all that passages from the start did (0.825 / 0.645) and costs sentences
+# -> 0.0006 final cosine and 0.0025 NA@10 against as many steps on sentences, STS-B nothing.
+# Then the user's own text. A user whose text is of a kind the corpus lacks adapts the released student to it:
+# `tf2rnn distill --init_from org/tf2rnn-minilm --corpus their.jsonl`. FOLDOC (computing terms, the left-out source of
+# sessions 25-59) stands in for their text: a student trained without it (session 59's pair: 0.432 NA@10 on FOLDOC's
+# held-out sentences trained with it, 0.383 without) takes 300 more steps at lr 1e-4 on 2,000 of FOLDOC's training
+# sentences (9.6 passes), on them with 2,000 of the other sources' (replay: what it keeps elsewhere), and on the
+# 2,000 others alone (more steps without FOLDOC: the control). Each scored on FOLDOC's held-out sentences (also the
+# in-training held-out text) and as session 61's rows (across sources, passages, STS-B). Alone.
+OWN=outputs/own-text
+[ -f $OWN/foldoc/foldoc.jsonl ] || $PY benchmarks/quality/heldout_source.py dict-foldoc $OWN/foldoc/foldoc.jsonl \
+  --split train --limit 2000 --seed 0
+[ -f $OWN/others/others.jsonl ] || $PY benchmarks/quality/heldout_source.py dict-foldoc $OWN/others/others.jsonl \
+  --split train --limit 2000 --seed 0 --others
+mkdir -p $OWN/replay
+for own in foldoc others; do [ -f $OWN/replay/$own.jsonl ] || cp $OWN/$own/$own.jsonl $OWN/replay/; done
+OWN_BASE=tova-l2-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at76aab9f
+SLOTS=32 distill_row $OWN_BASE --num_hidden_layers 2 "${S2K[@]}" --exclude_sources dict-foldoc
+on_source $OWN_BASE dict-foldoc
+on_source $S62_BASE dict-foldoc  # its partner that read FOLDOC from the start
+scored $OWN_BASE
+for own in foldoc replay others; do
+  name=$OWN_BASE-then-own-$own-300-lr1e-4
+  SLOTS=32 distill_row $name --num_hidden_layers 2 "${S2K[@]}" --init_from "outputs/student-$OWN_BASE" \
+    --corpus $OWN/$own --eval_corpus outputs/transfer-heldout/dict-foldoc.jsonl --learning_rate 1e-4 --max_steps 300
+  on_source $name dict-foldoc
+  scored $name
+done
+# -> (FOLDOC's 780 held-out sentences final / NA@10; across sources final / NA@10; STS-B; trajectories + training)
+# -> without FOLDOC (the base): 0.805 / 0.385; 0.8795 / 0.522; 77.31 (its 1,206 s of training shared the cores with
+# -> ~9 minutes of pytest); with FOLDOC from the start ($S62_BASE): 0.835 / 0.432; 0.8822 / 0.526; 77.32.
+# -> then 300 steps on 2,000 of FOLDOC's sentences: 0.848 / 0.451; 0.8694 / 0.510; 76.42 (95 s + 97 s);
+# -> then 300 steps on them and 2,000 others (replay): 0.844 / 0.444; 0.8829 / 0.528; 77.04 (173 s + 80 s);
+# -> then 300 steps on the 2,000 others alone: 0.806 / 0.383; 0.8798 / 0.526; 77.24 (63 s + 83 s).
+# -> Five minutes on 2 cores with 2,000 of the user's sentences more than close the left-out gap (0.047 NA@10): the
+# -> adapted student beats the one that read FOLDOC all along. Alone, the user's text costs the rest 0.010 / 0.011
+# -> and STS-B 0.9; with as many of the corpus's sentences beside it, nothing (STS-B 0.3).
