@@ -600,6 +600,10 @@ def test_init_from_trains_the_saved_student_at_the_slots_asked_for(tmp_path):
     kept = run("kept", "--init_from", str(tmp_path / "saved"))
     assert (kept.cell_type, kept.num_hidden_layers, kept.num_slots) == ("tova_attention", 1, 12)
     assert run("budget", "--init_from", str(tmp_path / "saved"), "--num_slots", "6").num_slots == 6
+    # A preset's count shapes the fresh students it builds, not a saved one.
+    assert parse(["--preset", "quick", "--init_from", "saved"])[0].num_slots is None
+    assert parse(["--preset", "quick", "--init_from", "saved", "--num_slots", "32"])[0].num_slots == 32
+    assert parse(["--preset", "quick"])[0].num_slots == 128
 
 
 @torch.no_grad()

@@ -180,6 +180,11 @@ def parse(argv: List[str]):
             defaults = preset_argv(argv[argv.index("--preset") + 1])
         except (ValueError, IndexError) as err:
             parser.error(str(err) if isinstance(err, ValueError) else f"--preset needs a name: {presets()}")
+        if "--init_from" in argv and "--num_slots" in defaults:
+            # A preset's slot count is for the fresh student it builds; a saved one keeps its own unless the
+            # command line names one.
+            at = defaults.index("--num_slots")
+            del defaults[at:at + 2]
     if not torch.cuda.is_available() and "--use_cpu" not in argv:
         # Without GPUs, processes started by `accelerate launch --multi_gpu` connect over gloo only
         # when training runs on the CPU explicitly.
