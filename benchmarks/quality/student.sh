@@ -1312,13 +1312,8 @@ for s in l2 l3; do at_slots outputs/shape-$s 32; done
 # joined into passages of 100+ tokens (make distill's draw with the long release's passage options). Each scored at
 # 32 slots on held-out sentences, 100-128-token passages and STS-B. One after the other, alone.
 S61_SUITES=fidelity,long,sts-b
-scored() {  # NAME: score outputs/student-NAME on $S61_SUITES
-  local name=$1
-  [ -f "$OUT/student-$name-eval.json" ] && { echo "skip student-$name-eval (done)"; return; }
-  .venv/bin/tf2rnn evaluate "outputs/student-$name" --suites "$S61_SUITES" --output "outputs/student-$name/eval" \
-    > "$OUT/student-$name-eval.log" 2>&1
-  cp "outputs/student-$name/eval/results.json" "$OUT/student-$name-eval.json"
-  echo "done student-$name-eval"
+scored() {  # NAME: `evaluate` on $S61_SUITES only
+  SUITES=$S61_SUITES evaluate "$1"
 }
 S61_PASSAGES=(--passage_tokens 100 --passage_fraction 0.5 --passage_stride 4 --max_tokens 128)
 for data in sentences passages; do
@@ -1396,3 +1391,15 @@ done
 # -> Five minutes on 2 cores with 2,000 of the user's sentences more than close the left-out gap (0.047 NA@10): the
 # -> adapted student beats the one that read FOLDOC all along. Alone, the user's text costs the rest 0.010 / 0.011
 # -> and STS-B 0.9; with as many of the corpus's sentences beside it, nothing (STS-B 0.3).
+# How much of the user's text, and how many steps: replay with 500 of FOLDOC's sentences and 500 others (300 steps),
+# and the 2,000 + 2,000 replay for 100 steps. Alone.
+[ -f $OWN/replay500/foldoc.jsonl ] || { mkdir -p $OWN/replay500 && for own in foldoc others; do
+  head -n 500 $OWN/$own/$own.jsonl > $OWN/replay500/$own.jsonl; done; }
+for row in "replay500 300" "replay 100"; do
+  set -- $row
+  name=$OWN_BASE-then-own-$1-$2-lr1e-4
+  SLOTS=32 distill_row $name --num_hidden_layers 2 "${S2K[@]}" --init_from "outputs/student-$OWN_BASE" \
+    --corpus $OWN/$1 --eval_corpus outputs/transfer-heldout/dict-foldoc.jsonl --learning_rate 1e-4 --max_steps $2
+  on_source $name dict-foldoc
+  scored $name
+done
