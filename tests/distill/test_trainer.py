@@ -574,6 +574,8 @@ def test_a_local_corpus_alone_is_scored_on_texts_held_out_of_it(tmp_path):
 
     results = main(args("own", own))
     assert results["held_out_texts"] == len(held) and results["fidelity"]["student"]["final_cosine"] > 0
+    card = (tmp_path / "own" / "README.md").read_text()
+    assert "`own.txt`, the distiller's own text (2% of its texts held out" in card and "WordNet" not in card
     few = tmp_path / "few.txt"
     few.write_text("".join(t + "\n" for t in load_texts(str(own), "train", hold_out=True)["text"][:5]))
     with pytest.raises(ValueError, match="No held-out texts in .*few.txt.*--eval_corpus"):

@@ -84,6 +84,27 @@ def test_the_card_names_the_cell_and_its_open_tokens():
     assert "- Tokeniser:" in int4.split("- Weights:")[1]  # the list goes on after it
 
 
+def test_the_card_names_the_text_the_student_trained_on(tmp_path):
+    """A student distilled on the built-in corpus says so with its sources' licences; one distilled on the user's own
+    file names that file (by name, not its local path) and the student it continued from, and claims none of the
+    built-in corpus's sources or licences."""
+    from conftest import tiny_config
+
+    from tf2rnn_hf.hub.modelcard import render_model_card
+
+    built_in = str(render_model_card(tiny_config("tova_attention")))
+    assert "WordNet glosses" in built_in and "GCIDE (GPL-2+)" in built_in
+    (tmp_path / "tickets").mkdir()
+    own = str(render_model_card(tiny_config("tova_attention"), corpus=str(tmp_path / "tickets"),
+                                init_from="org/tf2rnn-minilm", eval_corpus=str(tmp_path / "held.jsonl")))
+    training = own.split("## Training data")[1].split("##")[0]
+    assert "`tickets`, the distiller's own text (held-out figures from `held.jsonl`)" in training
+    assert "Continued from `org/tf2rnn-minilm`" in training and str(tmp_path) not in own
+    assert "WordNet" not in own and "GPL" not in own and "- Trained on `tickets`" in own
+    offline_xl = str(render_model_card(tiny_config("tova_attention"), corpus="offline-xl"))
+    assert "software documentation" in offline_xl.split("## Training data")[1]
+
+
 def test_cli_card_from_saved_results(saved, tmp_path, tf2rnn):
     import shutil
 

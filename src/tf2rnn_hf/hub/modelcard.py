@@ -29,6 +29,28 @@ TRAINING_DATA = ("The offline English corpus built by `tf2rnn_hf.data.corpus` fr
                  "fortunes, GCIDE, FOLDOC and the Jargon File, cleaned, sentence-split and deduplicated, with a "
                  "2% held-out split by a stable hash. WordNet synsets used for evaluation, Bible verses and the Lee "
                  "documents are kept out of training.")
+BUILT_IN_CORPORA = {"offline": "", "offline-xl": " With `offline-xl`, the English software documentation of Debian "
+                                                 "packages too (each source's licence recorded in the corpus)."}
+
+
+def _shown(source: str) -> str:
+    """A corpus or model as a card shows it: a Hub id as it is, a local path by its last name only."""
+    path = Path(source)
+    return path.name if path.exists() or source.startswith((".", "/", "~")) else source
+
+
+def training_data(corpus: str = "offline", init_from: Optional[str] = None, eval_corpus: Optional[str] = None) -> str:
+    """What a card says the student trained on: the built-in corpus, or the run's own (`--corpus`), and the student it
+    continued from (`--init_from`)."""
+    if corpus in BUILT_IN_CORPORA:
+        text = TRAINING_DATA + BUILT_IN_CORPORA[corpus]
+    else:
+        held = (f"held-out figures from `{_shown(eval_corpus)}`" if eval_corpus else
+                "2% of its texts held out of training by a stable hash for the held-out figures")
+        text = f"`{_shown(corpus)}`, the distiller's own text ({held})."
+    if init_from:
+        text += f" Continued from `{_shown(init_from)}`: its weights, and what it trained on (its own card)."
+    return text
 
 
 def eval_results(results: Optional[dict], model_name: str) -> List[EvalResult]:
@@ -47,9 +69,12 @@ def eval_results(results: Optional[dict], model_name: str) -> List[EvalResult]:
 
 def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf2rnn/tf2rnn-minilm",
                       state_bytes: Optional[int] = None, max_tokens: int = 64,
-                      extra_markdown: Optional[str] = None, weight_bits: Optional[int] = None) -> ModelCard:
+                      extra_markdown: Optional[str] = None, weight_bits: Optional[int] = None,
+                      corpus: str = "offline", init_from: Optional[str] = None,
+                      eval_corpus: Optional[str] = None) -> ModelCard:
     """A ModelCard for a student with this config (and evaluation results, if any); `extra_markdown`
-    (such as the cell comparison) follows the results; `weight_bits`, where it trained through rounded weights."""
+    (such as the cell comparison) follows the results; `weight_bits`, where it trained through rounded weights;
+    `corpus`, `init_from` and `eval_corpus`, the distillation's (`training_data`)."""
     teacher = config.teacher_name_or_path or BUILT_IN_ID
     name = repo_id.split("/")[-1]
     data = ModelCardData(
@@ -63,7 +88,8 @@ def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf
         cell_type=config.cell_type, num_hidden_layers=config.num_hidden_layers, hidden_size=config.hidden_size,
         open_tokens=f", the newest {config.open_tokens} tokens open" if config.open_tokens > 1 else "",
         output_size=config.output_size, state_bytes=state_bytes if state_bytes is not None else "n/a",
-        results_markdown=markdown, training_data=TRAINING_DATA, max_tokens=max_tokens,
+        results_markdown=markdown, training_data=training_data(corpus, init_from, eval_corpus), max_tokens=max_tokens,
+        built_in_corpus=corpus in BUILT_IN_CORPORA, corpus=_shown(corpus),
         extra_markdown=(extra_markdown or "").strip(), weight_bits=weight_bits)
 
 
@@ -83,7 +109,10 @@ def write_model_card(path: Union[str, Path], config, results: Optional[dict] = N
     """Render and save README.md in a model folder."""
     card = render_model_card(config, results, repo_id or f"tf2rnn/{Path(path).name}", state_bytes,
                              max_tokens=int(_training_arg(path, "data", "max_tokens", 64)),
-                             extra_markdown=extra_markdown, weight_bits=_training_arg(path, "training", "weight_bits"))
+                             extra_markdown=extra_markdown, weight_bits=_training_arg(path, "training", "weight_bits"),
+                             corpus=_training_arg(path, "data", "corpus", "offline"),
+                             init_from=_training_arg(path, "model", "init_from"),
+                             eval_corpus=_training_arg(path, "data", "eval_corpus"))
     target = Path(path) / "README.md"
     card.save(str(target))
     return target
