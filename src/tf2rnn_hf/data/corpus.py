@@ -122,9 +122,10 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     (HELDOUT_PERCENT of its texts held out by a stable hash) and `split` ("train" or "heldout") takes one part.
     """
     looks_local = _kind_suffix(Path(source)) in _KINDS or source.startswith((".", "/", "~"))
+    local = source not in RECIPES and Path(source).exists()  # no splits of its own
     if source in RECIPES:
         ds = build_offline_corpus(cache_dir=cache_dir, name=source)[split]
-    elif Path(source).exists():
+    elif local:
         ds = _load_local(Path(source), text_column)
     elif looks_local:
         raise FileNotFoundError(f"Corpus file {source} does not exist.")
@@ -139,7 +140,7 @@ def load_texts(source: str, split: str = "train", text_column: str = "text", lim
     ds = ds.filter(lambda batch: [bool(t and t.strip()) for t in batch["text"]], batched=True)
     if len(ds) < before:
         logger.info("Skipped %d empty or whitespace-only texts of %s.", before - len(ds), source)
-    if hold_out and source not in RECIPES and Path(source).exists():
+    if hold_out and local:
         if split not in ("train", "heldout"):
             raise ValueError(f"A local corpus is split into 'train' and 'heldout' (held out by a stable hash), "
                              f"not {split!r}.")
