@@ -10,7 +10,9 @@
 #include "../../src/tf2rnn_hf/inference/kernels/int8.h"
 #include "timing.h"
 
+#ifndef LAYERS
 #define LAYERS 6
+#endif
 #define H 384
 #define I 1536
 

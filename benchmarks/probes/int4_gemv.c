@@ -1,6 +1,7 @@
 // What 4-bit weights would buy the default student's keystroke: the int8 gemvs of one two-layer keystroke (per layer
 // 1152x384, 384x384, 1536x384, 384x1536, then the 384x384 readout: 3.7 MB of int8 weights, 1.8 MB in int4) timed in
-// int8.h's gemv and in two AVX512-VNNI int4 gemvs, on one thread and split by rows over two (each thread its half of
+// int8.h's gemv and in two int4 gemvs (per row: int8.h's gemv4_rows, AVX512-VNNI or AVX2; per 64 columns:
+// AVX512-VNNI only), on one thread and split by rows over two (each thread its half of
 // every product, a spin barrier per keystroke: no pool.h, so an upper bound on what two threads gain). Weights stay
 // resident in a loop, as between a typist's keystrokes. Each int4 product is checked first: per row, it equals
 // int8.h's gemv of the same values bit for bit; per 64 columns, a double-precision reference to 1e-5.
@@ -21,12 +22,17 @@
 #include "../../src/tf2rnn_hf/inference/kernels/int8.h"
 #include "timing.h"
 
-#if !defined(__AVX512F__) || !defined(__AVX512VNNI__)
+#if !defined(__AVX2__)
 int main(void) {
-    printf("int4_gemv needs AVX512-VNNI (this CPU or compiler lacks it)\n");
+    printf("int4_gemv needs AVX2 (this CPU or compiler lacks it)\n");
     return 0;
 }
 #else
+#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+#define G64 1  /* the per-64-column variant is written for AVX512-VNNI only */
+#else
+#define G64 0
+#endif
 
 #define LAYERS 2
 #define H 384
@@ -49,6 +55,7 @@ static void gemv_int4_row(const mat *m, const uint8_t *xu, float sx, float *y, i
     gemv4_rows(m->w4, m->s, m->rowsum, m->b, xu, &sx, 1, m->rows, m->cols, y, i0, i1);
 }
 
+#if G64
 // The per-64-column product: each group's integer sum starts from -8 * its activations' sums (lane by lane, computed
 // once per call), is converted and scaled in fp32; the weights' offset term is the row's precomputed `k`.
 static void gemv_int4_g64(const mat *m, const uint8_t *xu, float sx, float *y, int i0, int i1) {
@@ -76,12 +83,19 @@ static void gemv_int4_g64(const mat *m, const uint8_t *xu, float sx, float *y, i
     }
 }
 
+#endif
+
 static void gemv_int8_rows(const mat *m, const uint8_t *xu, float sx, float *y, int i0, int i1) {
     gemv_rows(m->w8, m->s, m->rowsum, m->b, xu, &sx, 1, m->rows, m->cols, y, i0, i1);
 }
 
 typedef void (*product)(const mat *, const uint8_t *, float, float *, int, int);
+#if G64
 static const product variants[] = {gemv_int8_rows, gemv_int4_row, gemv_int4_g64};
+#else
+static const product variants[] = {gemv_int8_rows, gemv_int4_row};
+#endif
+#define VARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
 static const char *names[] = {"int8 (int8.h's gemv)", "int4 per row", "int4 per 64 columns"};
 
 static mat m[MATS];
@@ -186,6 +200,7 @@ int main(void) {
         gemv_int4_row(a, xu, sx, y1, 0, a->rows);
         for (int i = 0; i < a->rows; ++i)
             if (y0[i] != y1[i]) { printf("MISMATCH int4 per row, shape %d row %d: %g vs %g\n", k, i, y0[i], y1[i]); return 1; }
+#if G64
         gemv_int4_g64(a, xu, sx, y1, 0, a->rows);
         for (int i = 0; i < a->rows; ++i) {
             double ref = 0.;
@@ -197,12 +212,13 @@ int main(void) {
                 return 1;
             }
         }
+#endif
     }
-    printf("%.2f MB of int8 weights a keystroke (%.2f MB as int4); int4 per row equals int8.h's gemv bit for bit, "
-           "int4 per 64 columns its double-precision reference, on every shape\n", n8 / 1e6, n8 / 2e6);
+    printf("%.2f MB of int8 weights a keystroke (%.2f MB as int4); int4 per row equals int8.h's gemv bit for bit%s, "
+           "on every shape\n", n8 / 1e6, n8 / 2e6, G64 ? ", int4 per 64 columns its double-precision reference" : "");
     for (int round = 0; round < 2; ++round)  // twice: the host's phase moves every figure
         for (int threads = 1; threads <= 2; ++threads)
-            for (int v = 0; v < 3; ++v) {
+            for (int v = 0; v < VARIANTS; ++v) {
                 double best, median;
                 timed(v, threads, &best, &median);
                 printf("%-22s %d thread%s  best %6.1f us  median %6.1f us\n", names[v], threads, threads > 1 ? "s" : " ",

@@ -149,10 +149,10 @@ def _on_int4_grid(model: TF2RNNModel, readout: bool = True) -> TF2RNNModel:
 @pytest.mark.parametrize("open_tokens,readout", [(1, True), (3, True), (1, False)])
 @torch.no_grad()
 def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(open_tokens, readout):
-    """A student trained through int4 weights: where the CPU has AVX512-VNNI the kernel reads the products on the grid
-    as int4 (half the bytes), the readout too where it is, and still computes naive.py's arithmetic (which reads the
-    same codes), near the fp32 model; elsewhere it reads them as int8. Weights off the grid (any trained in fp32) stay
-    int8."""
+    """A student trained through int4 weights: where the CPU has AVX512-VNNI or AVX2 the kernel reads the products on
+    the grid as int4 (half the bytes), the readout too where it is, and still computes naive.py's arithmetic (which
+    reads the same codes), near the fp32 model; elsewhere it reads them as int8. Weights off the grid (any trained in
+    fp32) stay int8."""
     model = _on_int4_grid(_tova(128, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44),
                           readout)
     step = Int8TOVAStep(model)

@@ -15,8 +15,8 @@ thread (`pool.h`); it computes the same bytes on one.
 row, activations are quantised per call: tests/inference/test_kernels.py holds each kernel to 1e-4 of the
 same int8 arithmetic written in PyTorch (`naive.py`) and its streams, after edits, close to the fp32
 model run from scratch. A `tova_attention` student trained through int4 weights (`--weight_bits 4`) has its layers'
-on a 4-bit grid already (its readout stays fp32): on CPUs with AVX512-VNNI each product whose weights are on the grid
-reads them as int4 (`quantize_rows4`), half the bytes.
+on a 4-bit grid already (its readout stays fp32): on CPUs with AVX512-VNNI or AVX2 each product whose weights are on
+the grid reads them as int4 (`quantize_rows4`), half the bytes.
 """
 
 import ctypes
@@ -143,7 +143,7 @@ def pack_int4(codes: torch.Tensor) -> torch.Tensor:
 
 
 def int4_codes(weight: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """`quantize_rows4(weight)` where the kernels read int4 products on this CPU (AVX512-VNNI), else None: the
+    """`quantize_rows4(weight)` where the kernels read int4 products on this CPU (AVX512-VNNI or AVX2), else None: the
     one test, for the kernel and its reference in `naive.py`."""
     lib = load_library()
     return quantize_rows4(weight) if lib is not None and lib.tf2rnn_int4_products() else None

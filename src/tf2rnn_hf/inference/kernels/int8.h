@@ -206,6 +206,57 @@ static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum,
             }
         }
     }
+#elif defined(__AVX2__)
+    /* Without VNNI the nibbles themselves are vpmaddubsw's unsigned operand (w + 8 in [1, 15]) against the signed
+     * activations (xu - 128): no vpsignb, and its 16-bit pair sums (<= 2 * 15 * 127) leave room to add a 128-column
+     * block's four in 16 bits before one vpmaddwd widens them (int8's AVX2 product takes one per 32 columns). The
+     * sum over xs * (w + 8) less 8 * sum(xs) is sum(xs * w), which is gemv_rows' accumulator less 128 * rowsum: the
+     * same integers, so the same bits. Four rows at a time, as int8's. */
+    if (cols % 128 == 0) {
+        const int half = cols / 2;
+        const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+        int8_t xs[n * cols];
+        int32_t sum_xs[n];
+        for (int v = 0; v < n; ++v) {
+            sum_xs[v] = 0;
+            for (int j = 0; j < cols; ++j) {
+                xs[(int64_t)v * cols + j] = (int8_t)(xu[(int64_t)v * cols + j] ^ 0x80);  /* xu - 128 */
+                sum_xs[v] += xs[(int64_t)v * cols + j];
+            }
+        }
+#define TF2RNN_NIBBLES128(acc, wp) do { \
+        __m256i lo = _mm256_loadu_si256((const __m256i *)(wp)), hi = _mm256_loadu_si256((const __m256i *)((wp) + 32)); \
+        __m256i p = _mm256_add_epi16( \
+            _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(lo, low), x0), \
+                             _mm256_maddubs_epi16(_mm256_and_si256(hi, low), x1)), \
+            _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(lo, 4), low), x2), \
+                             _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 4), low), x3))); \
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones)); } while (0)
+        for (; i + 4 <= i1; i += 4) {
+            const uint8_t *w0 = w4 + (int64_t)i * half;
+            for (int v = 0; v < n; ++v) {
+                const int8_t *xs0 = xs + (int64_t)v * cols;
+                __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+                for (int j = 0; j < cols; j += 128) {
+                    const __m256i x0 = _mm256_loadu_si256((const __m256i *)(xs0 + j)),
+                                  x1 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 32)),
+                                  x2 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 64)),
+                                  x3 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 96));
+                    TF2RNN_NIBBLES128(a0, w0 + j / 2);
+                    TF2RNN_NIBBLES128(a1, w0 + half + j / 2);
+                    TF2RNN_NIBBLES128(a2, w0 + 2 * half + j / 2);
+                    TF2RNN_NIBBLES128(a3, w0 + 3 * half + j / 2);
+                }
+                __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
+                __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+                int32_t acc[4];
+                _mm_storeu_si128((__m128i *)acc, sum);
+                float *yv = y + (int64_t)v * rows;
+                for (int k = 0; k < 4; ++k) yv[i + k] = (float)(acc[k] - 8 * sum_xs[v]) * s[i + k] * sx[v] + b[i + k];
+            }
+        }
+#undef TF2RNN_NIBBLES128
+    }
 #endif
     for (; i < i1; ++i)
         for (int v = 0; v < n; ++v) {
@@ -216,10 +267,10 @@ static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum,
         }
 }
 
-/* Whether gemv4_rows runs vectorised here: the kernels' callers pack int4 weights only then (elsewhere int8's
- * AVX2 product is the faster). */
+/* Whether gemv4_rows runs vectorised here (AVX512-VNNI or AVX2): the kernels' callers pack int4 weights only then
+ * (elsewhere int8's product is the faster). */
 static inline int int4_products_fast(void) {
-#if defined(__AVX512F__) && defined(__AVX512VNNI__)
+#if (defined(__AVX512F__) && defined(__AVX512VNNI__)) || defined(__AVX2__)
     return 1;
 #else
     return 0;

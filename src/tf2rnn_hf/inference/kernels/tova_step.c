@@ -558,5 +558,5 @@ void tf2rnn_tova_restore(float *kv, int32_t L, int32_t W, int32_t S, int32_t H, 
         }
 }
 
-/* 1 where int4 products run vectorised (AVX512-VNNI): the Python side packs a student's int4 weights only then. */
+/* 1 where int4 products run vectorised (AVX512-VNNI or AVX2): the Python side packs a student's int4 weights only then. */
 int tf2rnn_int4_products(void) { return int4_products_fast(); }
