@@ -1430,3 +1430,85 @@ scored $name
 # -> (fortunes' 475 held-out sentences final / NA@10; across sources; STS-B) without fortunes: 0.821 / 0.431; 0.8813 /
 # -> 0.526; 77.16. With them from the start: 0.829 / 0.442; 0.8822 / 0.526; 77.32. Then the replay stage (144 s + 88 s):
 # -> 0.838 / 0.460; 0.8834 / 0.526; 77.71. The second source agrees: the stage passes the student that read it all along.
+# Session 63 (a 2-core Zen 3, AVX2 only): int4 products on AVX2 (071e75c) and the activations' quantisation in eight
+# lanes (3b9ec25). The shapes' keystrokes: two and three layers at 32 slots, int8 and with their layers on the int4
+# grid (as --weight_bits leaves them), the tree before the second change (a worktree at 071e75c on PYTHONPATH) and
+# after, alternating twice, alone; then where a keystroke goes, the same way.
+shapes l2 l3
+for shape in l2 l3; do
+  at_slots "outputs/shape-$shape" 32
+  [ -d "outputs/shape-$shape-s32-int4" ] || { cp -r "outputs/shape-$shape-s32" "outputs/shape-$shape-s32-int4" &&
+    DIR="outputs/shape-$shape-s32-int4" $PY - <<'PY'
+import os
+import torch
+from tf2rnn_hf.distill.quantization_aware import round_weight
+from tf2rnn_hf.models import TF2RNNModel
+model = TF2RNNModel.from_pretrained(os.environ["DIR"])
+with torch.no_grad():
+    for module in model.cell.modules():
+        if isinstance(module, torch.nn.Linear):
+            module.weight.copy_(round_weight(module.weight, 4))
+model.save_pretrained(os.environ["DIR"])
+PY
+  }
+done
+S63_SHAPES=(outputs/shape-l2-s32 outputs/shape-l2-s32-int4 outputs/shape-l3-s32 outputs/shape-l3-s32-int4)
+[ -d /tmp/wt-071e75c ] || git worktree add /tmp/wt-071e75c 071e75c
+for r in 1 2; do
+  [ -f "$OUT/student-speed-v63-quant-before-$r.json" ] || PYTHONPATH=/tmp/wt-071e75c/src $PY benchmarks/run.py --quick \
+    --output "$OUT/student-speed-v63-quant-before-$r.json" --compare "${S63_SHAPES[@]}"
+  [ -f "$OUT/student-speed-v63-quant-after-$r.json" ] || $PY benchmarks/run.py --quick \
+    --output "$OUT/student-speed-v63-quant-after-$r.json" --compare "${S63_SHAPES[@]}"
+done
+for r in 1 2; do for tree in before after; do
+  [ -f "benchmarks/probes/results/keystroke-overhead-s63-quant-$tree-$r.json" ] ||
+    PYTHONPATH=$([ $tree = before ] && echo /tmp/wt-071e75c/src) $PY benchmarks/probes/keystroke_overhead.py \
+      "${S63_SHAPES[@]}" --threads 2 --output "benchmarks/probes/results/keystroke-overhead-s63-quant-$tree-$r.json"
+done; done
+# -> int8 / int4 per keystroke, two layers: before 100x / 126x and 99x / 125x at 64 tokens, 291x / 338x and 271x /
+# -> 326x at 256; after 112x / 145x and 121x / 140x, 293x / 389x and 289x / 395x. Three layers: before 73x / 89x and
+# -> 72x / 93x, 212x / 252x and 212x / 255x; after 83x / 111x and 93x / 111x, 230x / 313x and 252x / 328x.
+# Is three int4 layers the better student at two int8 layers' keystroke? From the 2,000-step students at 32 slots
+# (two layers: $S62_BASE; three: the same recipe), 500 more steps at lr 1e-4 trained through int4 weights, and as
+# many in fp32 (two layers: session 62's row), each scored as session 61's rows; then the four trained students'
+# keystrokes in one run, twice in opposite orders. One after the other, alone (but for a 9 s pytest of the products
+# during the three-layer base's training).
+S63_L2_INT4=tova-l2-steps2000-sentences-train32-then-int4row-500-lr1e-4-fp32-grouped-posweight-final4-at071e75c
+SLOTS=32 distill_row $S63_L2_INT4 --num_hidden_layers 2 "${S2K[@]}" --init_from "outputs/student-$S62_BASE" \
+  --learning_rate 1e-4 --max_steps 500 --weight_bits 4
+scored $S63_L2_INT4
+S63_L3=tova-l3-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at3b9ec25
+SLOTS=32 distill_row $S63_L3 --num_hidden_layers 3 "${S2K[@]}"
+scored $S63_L3
+for stage in int4row sentences; do
+  extra=(); [ $stage = int4row ] && extra=(--weight_bits 4)
+  name=tova-l3-steps2000-sentences-train32-then-$stage-500-lr1e-4-fp32-grouped-posweight-final4-at3b9ec25
+  SLOTS=32 distill_row $name --num_hidden_layers 3 "${S2K[@]}" --init_from "outputs/student-$S63_L3" \
+    --learning_rate 1e-4 --max_steps 500 "${extra[@]}"
+  scored $name
+done
+S63_STAGES=(
+  "outputs/student-tova-l2-steps2000-sentences-train32-then-sentences-500-lr1e-4-fp32-grouped-posweight-final4-at76aab9f"
+  "outputs/student-$S63_L2_INT4"
+  "outputs/student-tova-l3-steps2000-sentences-train32-then-sentences-500-lr1e-4-fp32-grouped-posweight-final4-at3b9ec25"
+  "outputs/student-tova-l3-steps2000-sentences-train32-then-int4row-500-lr1e-4-fp32-grouped-posweight-final4-at3b9ec25")
+# (the JSON files name them by the links outputs/s63-{fp32,int4}-stage and outputs/s63-l3-{fp32,int4}-stage)
+for i in 0 1 2 3; do
+  ln -sfn "$(basename "${S63_STAGES[$i]}")" "outputs/s63-$(echo fp32-stage int4-stage l3-fp32-stage l3-int4-stage | cut -d' ' -f$((i + 1)))"
+done
+[ -f "$OUT/student-speed-v63-trained-l3-1.json" ] || $PY benchmarks/run.py --quick \
+  --output "$OUT/student-speed-v63-trained-l3-1.json" --compare outputs/s63-fp32-stage outputs/s63-int4-stage \
+  outputs/s63-l3-fp32-stage outputs/s63-l3-int4-stage
+[ -f "$OUT/student-speed-v63-trained-l3-2.json" ] || $PY benchmarks/run.py --quick \
+  --output "$OUT/student-speed-v63-trained-l3-2.json" --compare outputs/s63-l3-int4-stage outputs/s63-l3-fp32-stage \
+  outputs/s63-int4-stage outputs/s63-fp32-stage
+# -> scored at 32 slots (held-out final / NA@10, passages, STS-B): two layers, 500 more steps in fp32 0.8830 / 0.526,
+# -> 0.760 / 0.616, 77.31 (session 62); through int4 0.8770 / 0.520, 0.749 / 0.610, 77.11. Three layers, the base
+# -> 0.9025 / 0.560, 0.797 / 0.622, 78.95; 500 more in fp32 0.9031 / 0.563, 0.797 / 0.619, 78.97; through int4
+# -> 0.8958 / 0.555, 0.790 / 0.616, 78.65. Per keystroke (64 / 256 tokens, two runs): two layers int8 115x / 314x and
+# -> 155x / 316x, int4 148x / 389x and 175x / 367x; three layers int8 88x / 236x and 123x / 230x, int4 114x / 316x and
+# -> 148x / 307x. Three int4 layers: +0.013 final cosine, +0.029 NA@10 and +1.3 STS-B over two int8 layers, at about
+# -> their keystroke, and past 100x / 300x in both runs on this AVX2 host.
+# Between the two changes (at 071e75c) the shapes ran twice (student-speed-v63-{1,2}.json) and session 62's fp32 stage
+# beside $S63_L2_INT4 three times in turn (student-speed-v63-trained-{1,2,3}.json): int4 products alone took two
+# trained layers from 100x-114x / 238x-298x to 120x-126x / 307x-349x.
