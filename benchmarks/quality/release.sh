@@ -24,6 +24,10 @@
 #   tf2rnn-minilm-l3: the middle tier, three whole inherited layers by the same recipe at lr 5e-4 (session 47):
 #     NAME=tf2rnn-minilm-l3 PRESET=inherited-fast EXTRA="--num_hidden_layers 3 --learning_rate 5e-4". Its lr 3e-4 run
 #     (session 46, from an empty cache) is kept as results/release-tf2rnn-minilm-l3-lr3e-4.json.
+#   tf2rnn-minilm-l3-int4 (session 63's candidate for the default, not yet run): the same three layers at the default's
+#     32 slots with an int4 stage, at about two int8 layers' keystroke (docs/experiments.md, session 63):
+#     NAME=tf2rnn-minilm-l3-int4 PRESET=inherited-fast EXTRA="--num_hidden_layers 3 --learning_rate 5e-4" SLOTS=32
+#     INT4_STEPS=3000.
 #   tf2rnn-minilm-l6: all six layers, causal, by the same recipe at lr 3e-4, the recipe's second seed (session 50):
 #     NAME=tf2rnn-minilm-l6 PRESET=inherited-fast EXTRA="--num_hidden_layers 6 --learning_rate 3e-4 --seed 1". Its
 #     first (seed 0) is student.sh's session-49 row.
@@ -42,7 +46,7 @@
 #     preset's); "" keeps the trained one (32 for tf2rnn-minilm, "" otherwise)
 #   INT4_STEPS: after training, a second stage of that many steps through int4 weights (--weight_bits 4, lr 1e-4)
 #     from the trained student, which stays in $OUT-fp32; the released student is the int4 one (its fused step reads
-#     int4 products on an AVX512-VNNI CPU). "" (the default): no second stage.
+#     int4 products on an AVX512-VNNI or AVX2 CPU). "" (the default): no second stage.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}

@@ -117,6 +117,19 @@ __attribute__((always_inline)) static inline void rows_block_vnni(
 }
 #endif
 
+#if defined(__AVX2__)
+/* y[i + k] = (sum(a_k) - offset) * s[i + k] * sx + b[i + k] for the four rows i..i+3 of the AVX2 products, from their
+ * 32-bit accumulators (horizontal sums of the four at once). */
+static inline void store4_avx2(__m256i a0, __m256i a1, __m256i a2, __m256i a3, int32_t offset, const float *s,
+                               const float *b, float sx, float *y, int i) {
+    __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));  /* per lane: rows 0..3 */
+    __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+    int32_t acc[4];
+    _mm_storeu_si128((__m128i *)acc, sum);
+    for (int k = 0; k < 4; ++k) y[i + k] = (float)(acc[k] - offset) * s[i + k] * sx + b[i + k];
+}
+#endif
+
 /* y[v, i] = s[i] * sx[v] * (sum_j w[i,j] * (xu[v, j] - 128)) + b[i] for n activation vectors xu [n, cols] against
  * the same weights (y [n, rows]), rows i0 <= i < i1 (i0 a multiple of four, so that two threads can share one
  * product). Each block of eight (or four) rows is read once and then, from L1, serves every vector:
@@ -163,14 +176,7 @@ static void gemv_rows(const int8_t *w, const float *s, const int32_t *rowsum, co
                     TF2RNN_DOT32(a2, w0 + 2 * cols + j);
                     TF2RNN_DOT32(a3, w0 + 3 * cols + j);
                 }
-                /* Horizontal sums of the four accumulators at once. */
-                __m256i h01 = _mm256_hadd_epi32(a0, a1), h23 = _mm256_hadd_epi32(a2, a3);
-                __m256i h = _mm256_hadd_epi32(h01, h23);  /* per 128-bit lane: rows 0..3 partial sums */
-                __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-                int32_t acc[4];
-                _mm_storeu_si128((__m128i *)acc, sum);
-                float *yv = y + (int64_t)v * rows;
-                for (int k = 0; k < 4; ++k) yv[i + k] = (float)acc[k] * s[i + k] * sx[v] + b[i + k];
+                store4_avx2(a0, a1, a2, a3, 0, s, b, sx[v], y + (int64_t)v * rows, i);
             }
         }
 #undef TF2RNN_DOT32
@@ -268,12 +274,7 @@ static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum,
                     TF2RNN_NIBBLES128(a2, w0 + 2 * half + j / 2);
                     TF2RNN_NIBBLES128(a3, w0 + 3 * half + j / 2);
                 }
-                __m256i h = _mm256_hadd_epi32(_mm256_hadd_epi32(a0, a1), _mm256_hadd_epi32(a2, a3));
-                __m128i sum = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-                int32_t acc[4];
-                _mm_storeu_si128((__m128i *)acc, sum);
-                float *yv = y + (int64_t)v * rows;
-                for (int k = 0; k < 4; ++k) yv[i + k] = (float)(acc[k] - 8 * sum_xs[v]) * s[i + k] * sx[v] + b[i + k];
+                store4_avx2(a0, a1, a2, a3, 8 * sum_xs[v], s, b, sx[v], y + (int64_t)v * rows, i);
             }
         }
 #undef TF2RNN_NIBBLES128
