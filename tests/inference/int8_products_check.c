@@ -1,13 +1,14 @@
-/* The keystroke kernels' products (int8.h) against integer sums, for tests/inference/test_int8_products.py, which
- * builds this file once per instruction set the CPU runs (no SIMD, AVX2, native): quantize_u8 and the int8 and int4
- * products must give the same bytes and sums on every path, since which path runs depends only on the CPU.
- * With unit scales and no bias each product's output is its integer sum converted to float, so equality is exact.
- * Prints "ok" and exits 0, or names the first mismatch and exits 1. */
+/* The keystroke kernels' products (int8.h) against integer sums, and their attention against double precision, for
+ * tests/inference/test_int8_products.py, which builds this file once per instruction set the CPU runs (no SIMD, AVX2,
+ * native): quantize_u8 and the int8 and int4 products must give the same bytes and sums on every path, since which
+ * path runs depends only on the CPU. With unit scales and no bias each product's output is its integer sum converted
+ * to float, so equality is exact; the fp32 attention is held to 1e-5. Prints "ok" and exits 0, or names the first
+ * mismatch and exits 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/tf2rnn_hf/inference/kernels/int8.h"
+#include "../../src/tf2rnn_hf/inference/kernels/tova_step.c"  /* int8.h, and the static attend */
 
 static float quantize_reference(const float *x, int n, uint8_t *out) {
     float m = 0.f;
@@ -80,9 +81,50 @@ static int check_product(int rows, int cols, int n, int int4) {
     return bad;
 }
 
+/* One query's softmax attention over n entries of `heads` heads of D lanes (heads h0 <= h < h1), as attend. */
+static int check_attention(int n, int heads, int D, int h0, int h1) {
+    const int H = heads * D, stride = n + 3;
+    float *q = malloc(sizeof(float) * H), *kv = malloc(sizeof(float) * 2 * n * H), *w = malloc(sizeof(float) * heads * stride);
+    float *mixed = malloc(sizeof(float) * H);
+    const float **kp = malloc(sizeof(float *) * n), **vp = malloc(sizeof(float *) * n);
+    for (int j = 0; j < H; ++j) q[j] = (float)(rand() % 2001 - 1000) / 500.f, mixed[j] = 0.f;
+    for (int j = 0; j < 2 * n * H; ++j) kv[j] = (float)(rand() % 2001 - 1000) / 500.f;
+    for (int e = 0; e < n; ++e) kp[e] = kv + (int64_t)e * H, vp[e] = kv + (int64_t)(n + e) * H;
+    const float scale = 1.f / sqrtf((float)D);
+    attend(q, kp, vp, n, h0, h1, D, scale, w, stride, mixed);
+    int bad = 0;
+    for (int h = h0; h < h1 && !bad; ++h) {
+        double score[512], top = -1e300, sum = 0.;
+        for (int e = 0; e < n; ++e) {
+            double dot = 0.;
+            for (int d = 0; d < D; ++d) dot += (double)q[h * D + d] * kp[e][h * D + d];
+            score[e] = dot * scale, top = score[e] > top ? score[e] : top;
+        }
+        for (int e = 0; e < n; ++e) sum += exp(score[e] - top);
+        for (int d = 0; d < D && !bad; ++d) {
+            double ref = 0.;
+            for (int e = 0; e < n; ++e) ref += exp(score[e] - top) / sum * vp[e][h * D + d];
+            if (fabs(ref - mixed[h * D + d]) > 1e-5 * (1. + fabs(ref))) {
+                printf("attention differs: %d entries, %d heads of %d, head %d lane %d: %.7f against %.7f\n", n, heads,
+                       D, h, d, mixed[h * D + d], ref);
+                bad = 1;
+            }
+        }
+    }
+    free(q), free(kv), free(w), free(mixed), free(kp), free(vp);
+    return bad;
+}
+
 int main(void) {
     srand(1);
     if (check_quantize()) return 1;
+    /* MiniLM's heads of 32 (the vectorised path; all heads, a part as a helper thread takes, a head count off the
+     * blocks of four and two) and other widths (the compiler's loop) */
+    const int attention[][5] = {{33, 12, 32, 0, 12}, {1, 12, 32, 0, 12}, {130, 12, 32, 6, 12}, {17, 7, 32, 0, 7},
+                                {9, 3, 64, 0, 3}, {5, 4, 20, 1, 4}};
+    for (int k = 0; k < 6; ++k)
+        if (check_attention(attention[k][0], attention[k][1], attention[k][2], attention[k][3], attention[k][4]))
+            return 1;
     const int shapes[][3] = {{1152, 384, 1}, {384, 1536, 1}, {1536, 384, 3}, {44, 128, 2}, {6, 256, 1}, {5, 96, 2}};
     for (int k = 0; k < 6; ++k)
         for (int int4 = 0; int4 < 2; ++int4) {
