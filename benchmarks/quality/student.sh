@@ -1512,3 +1512,20 @@ done
 # Between the two changes (at 071e75c) the shapes ran twice (student-speed-v63-{1,2}.json) and session 62's fp32 stage
 # beside $S63_L2_INT4 three times in turn (student-speed-v63-trained-{1,2,3}.json): int4 products alone took two
 # trained layers from 100x-114x / 238x-298x to 120x-126x / 307x-349x.
+# Then attention over the cache in eight lanes on AVX2 (1ac33e2): the four trained students, the tree before (a worktree
+# at 505ac47) and after, alternating twice, alone.
+[ -d /tmp/wt-505ac47 ] || git worktree add /tmp/wt-505ac47 505ac47
+for r in 1 2; do
+  [ -f "$OUT/student-speed-v63-attend-before-$r.json" ] || PYTHONPATH=/tmp/wt-505ac47/src $PY benchmarks/run.py --quick \
+    --output "$OUT/student-speed-v63-attend-before-$r.json" --compare outputs/s63-fp32-stage outputs/s63-int4-stage \
+    outputs/s63-l3-fp32-stage outputs/s63-l3-int4-stage
+  [ -f "$OUT/student-speed-v63-attend-after-$r.json" ] || $PY benchmarks/run.py --quick \
+    --output "$OUT/student-speed-v63-attend-after-$r.json" --compare outputs/s63-fp32-stage outputs/s63-int4-stage \
+    outputs/s63-l3-fp32-stage outputs/s63-l3-int4-stage
+done
+# -> the keystroke at 64 tokens (us): two int8 / two int4 / three int8 / three int4 layers before 187 / 142 / 247 / 178
+# -> and 174 / 135 / 221 / 179, after 163 / 134 / 217 / 160 and 168 / 130 / 223 / 164: a few percent, inside the
+# -> spread. The teacher ran faster in these runs (18-23 ms at 64 tokens, 50-58 at 256, against 24-31 and 56-75 above):
+# -> at 256 tokens three int4 layers 302x / 294x before, 310x / 287x after; two int8 layers 277x / 298x, 334x / 284x.
+# -> Across the six runs of the trained students since the quantisation change both sit on the 300x line at 256 tokens
+# -> (three int4 layers 287x-316x, four of six past it; two int8 layers 277x-334x, three of six) and past 100x at 64.
