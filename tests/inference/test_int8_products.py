@@ -21,12 +21,13 @@ X86 = platform.machine() in ("x86_64", "AMD64")
 
 
 def _paths():
-    """(name, -march value, whether this CPU runs it): plain C, AVX2 (haswell: AVX2, FMA) and the host's own."""
+    """The -march values to build for: plain x86-64 C, haswell (AVX2, FMA) and the host's own, each skipped where this
+    CPU cannot run it."""
     flags = cpu_flags().split()
     return [
-        pytest.param("x86-64", marks=pytest.mark.skipif(not X86, reason="x86 only")),
+        pytest.param("x86-64", marks=pytest.mark.skipif(not X86, reason="an x86-64 build; this CPU is not x86")),
         pytest.param("haswell", marks=pytest.mark.skipif(not (X86 and {"avx2", "fma"} <= set(flags)),
-                                                         reason="the CPU lacks AVX2")),
+                                                         reason="this CPU cannot run AVX2 and FMA code")),
         pytest.param("native"),
     ]
 
