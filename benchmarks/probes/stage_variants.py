@@ -14,6 +14,12 @@ for the graft) and scored by the recipe's own held-out table (results.json), not
   after each step p -= lr * STAGE_DECAY * (p - p0) for every trained parameter but the token table. The inherited
   layers stay near the teacher's unless the loss keeps moving them; the left-out-source gap grew with the budget
   as the layers moved 20-33% (make distill's budget) and 50-78% (the release's) of their norm away from the teacher's.
+- `attention-free`: the student's layers named by `STAGE_LAYERS` (indices from 0, comma-separated) keep their
+  feed-forward block and norms but attend to nothing (the attention's output map reads zeros: its bias alone), as
+  He et al. 2024 ("What Matters in Transformers? Not All Attention is Needed") drop a trained model's attention
+  layers. A third layer's feed-forward without its attention, cache and eviction: what the feed-forward alone buys.
+  Works on a fresh student and on --init_from; scored by the recipe's held-out table (the saved format runs every
+  layer's attention).
 
     STAGE_VARIANT=last-token python benchmarks/probes/stage_variants.py --init_from outputs/STUDENT ... \
         --output_dir outputs/NAME
@@ -29,7 +35,7 @@ from torch import nn
 
 import tf2rnn_hf.distill.recipe as recipe
 from tf2rnn_hf.distill.trainer import DistillationTrainer
-from tf2rnn_hf.models.tf2rnn.cells_tf2rnn import TOVAAttentionCell
+from tf2rnn_hf.models.tf2rnn.cells_tf2rnn import TOVAAttentionCell, _PostNormLayer
 
 
 class ResidualMLPReadout(nn.Module):
@@ -99,7 +105,34 @@ def decay_to_init() -> None:
     DistillationTrainer.create_optimizer = with_decay
 
 
-VARIANTS = {"readout-mlp": readout_mlp, "last-token": last_token, "decay-to-init": decay_to_init}
+def attention_free() -> None:
+    chosen = [int(i) for i in os.environ["STAGE_LAYERS"].split(",")]
+    mix = _PostNormLayer.mix
+
+    def mix_or_nothing(self, q, k, v, keys, values, allowed, need_weights=True):
+        if not getattr(self, "attention_free", False):
+            return mix(self, q, k, v, keys, values, allowed, need_weights)
+        b, t = allowed.shape[:2]
+        weights = q.new_zeros(b, self.heads, t, 1 + allowed.shape[-1]) if need_weights else None
+        return q.new_zeros(b, t, q.shape[-1]), weights
+
+    def flag(model) -> None:
+        for i in chosen:
+            model.cell.layers[i].attention_free = True
+        print(f"attention-free layers {chosen} of {len(model.cell.layers)}", file=sys.stderr)
+    _PostNormLayer.mix = mix_or_nothing
+    _graft(flag)
+    build = recipe.build_student
+
+    def build_flagged(*args, **kwargs):
+        model, tokenizer = build(*args, **kwargs)
+        flag(model)
+        return model, tokenizer
+    recipe.build_student = build_flagged
+
+
+VARIANTS = {"readout-mlp": readout_mlp, "last-token": last_token, "decay-to-init": decay_to_init,
+            "attention-free": attention_free}
 
 
 def _save_state(self, output_dir=None, _internal_call=False) -> None:
@@ -110,7 +143,7 @@ def _save_state(self, output_dir=None, _internal_call=False) -> None:
 
 if __name__ == "__main__":
     VARIANTS[os.environ["STAGE_VARIANT"]]()
-    if os.environ["STAGE_VARIANT"] != "decay-to-init":  # a grafted student has no saved format
+    if os.environ["STAGE_VARIANT"] != "decay-to-init":  # a grafted or altered student has no saved format
         DistillationTrainer.save_model = _save_state
         recipe.write_card = lambda *args, **kwargs: None
     recipe.main()
