@@ -1529,3 +1529,72 @@ done
 # -> at 256 tokens three int4 layers 302x / 294x before, 310x / 287x after; two int8 layers 277x / 298x, 334x / 284x.
 # -> Across the six runs of the trained students since the quantisation change both sit on the 300x line at 256 tokens
 # -> (three int4 layers 287x-316x, four of six past it; two int8 layers 277x-334x, three of six) and past 100x at 64.
+# Session 64 (session 63's Zen 3 host, no GPU): depth at two whole layers' bytes. A third layer bought +0.020 final
+# cosine at 2,000 steps (session 63's bases) for 1.3x the int8 keystroke, and session 41 found that at one layer's
+# bytes a second layer of 512 neurons kept 71% of what a whole second layer adds. Three layers of 768 neurons and four
+# of 384 hold exactly two whole layers' weights (3.54M, the token table aside), so their int8 products cost the same
+# bytes; what they add per keystroke is each layer's attention, norms and handoffs. The rows at 2,000 steps on make
+# distill's 12,000 texts at 32 slots, as session 63's two- and three-layer bases (0.8822 / 0.526 / 77.32 and 0.9025 /
+# 0.560 / 78.95), each scored as session 61's rows; then the four trained students' keystrokes in one run, twice in
+# opposite orders. One after the other, alone.
+S64_SHAPES=("3 768" "4 384")
+for shape in "${S64_SHAPES[@]}"; do
+  set -- $shape
+  name=tova-l$1-i$2-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3
+  SLOTS=32 distill_row $name --num_hidden_layers $1 --intermediate_size $2 "${S2K[@]}"
+  scored $name
+  ln -sfn "student-$name" "outputs/s64-l$1-i$2"
+done
+ln -sfn "student-$S62_BASE" outputs/s64-l2; ln -sfn "student-$S63_L3" outputs/s64-l3
+[ -f "$OUT/student-speed-v64-1.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v64-1.json" \
+  --compare outputs/s64-l2 outputs/s64-l3-i768 outputs/s64-l4-i384 outputs/s64-l3
+[ -f "$OUT/student-speed-v64-2.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v64-2.json" \
+  --compare outputs/s64-l3 outputs/s64-l4-i384 outputs/s64-l3-i768 outputs/s64-l2
+# -> scored at 32 slots (held-out final / NA@10, passages final / NA@10, STS-B; in training): three layers of 768
+# -> neurons 0.8853 / 0.535, 0.748 / 0.579, 78.73 (0.8929 / 0.601, 544 s); four of 384 0.8783 / 0.539, 0.732 / 0.566,
+# -> 78.57 (0.8855 / 0.602, 686 s); against two whole layers 0.8822 / 0.526, 0.761 / 0.611, 77.32 (0.8908 / 0.591,
+# -> 502 s) and three 0.9025 / 0.560, 0.797 / 0.622, 78.95 (0.9099 / 0.619, 800 s). Per keystroke, int8, 64 / 256
+# -> tokens (v64-1, v64-2): two layers 121x / 351x and 117x / 299x; three of 768 108x / 314x and 121x / 288x; four of
+# -> 384 106x / 317x and 114x / 267x; three whole 90x / 259x and 95x / 217x. At two layers' bytes the extra depth buys
+# -> STS-B (+1.3-1.4) and a little NA@10 (+0.009-0.013), not final cosine (+0.003, -0.004), and costs long passages
+# -> (-0.013, -0.029): the neurons pruned away held the fidelity a whole third layer adds.
+# Does depth close the left-out gap? Two causal layers lose 0.048 NA@10 on FOLDOC at 2,000 steps (session 59's pair);
+# six with open tokens lost 0.005 or less (sessions 31-33), but no causal student deeper than two was ever trained
+# without FOLDOC. Session 63's three-layer base, its partner without FOLDOC, both on FOLDOC's 780 held-out sentences.
+on_source "$S63_L3" dict-foldoc
+S64_L3_NO_FOLDOC=tova-l3-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3
+SLOTS=32 distill_row $S64_L3_NO_FOLDOC --num_hidden_layers 3 "${S2K[@]}" --exclude_sources dict-foldoc
+on_source $S64_L3_NO_FOLDOC dict-foldoc
+# -> FOLDOC's held-out sentences, final / NA@10: three layers trained on it 0.864 / 0.477, without it 0.838 / 0.431
+# -> (gap 0.046); two layers 0.835 / 0.432 and 0.805 / 0.385 (gap 0.047). A third layer lifts both halves alike: the
+# -> student without FOLDOC keeps what two layers that read it keep, and the gap does not move with depth.
+# What a third layer's feed-forward alone buys (benchmarks/probes/stage_variants.py's attention-free variant): three
+# layers (the teacher's 2nd, 4th and 6th) with the middle one's attention, or the top one's, reading nothing, so
+# the student runs two attentions and three feed-forwards. Scored by the recipe's held-out table (in training: the
+# saved format has no place for the change), against the bases' 0.8908 / 0.591 (two layers) and three layers'.
+for af in 1 2; do
+  SCRIPT=benchmarks/probes/stage_variants.py STAGE_VARIANT=attention-free STAGE_LAYERS=$af SLOTS=32 distill_row \
+    tova-l3-af$af-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3 --num_hidden_layers 3 \
+    "${S2K[@]}"
+done
+# -> in training (final / NA@10 on the recipe's 1,000 held-out texts, 2,000 steps): the middle layer's attention
+# -> reading nothing 0.9030 / 0.602 (785 s), the top layer's 0.8786 / 0.582 (771 s); two whole layers 0.8908 / 0.591,
+# -> three 0.9099 / 0.619. The middle feed-forward alone buys 64% of a third layer's final cosine and 39% of its NA@10
+# -> for 67% of its weights, about in proportion; without the top layer's attention the student falls below two layers.
+# Depth through int4, one step further: four whole causal layers (int4 holds four layers in two int8 layers' bytes),
+# by session 63's recipe (2,000 steps at 32 slots, then 500 at lr 1e-4 through int4 weights), scored as its rows; then
+# its keystroke beside session 63's two int8 and three int4 layers, twice in opposite orders. Alone.
+S64_L4=tova-l4-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3
+SLOTS=32 distill_row $S64_L4 --num_hidden_layers 4 "${S2K[@]}"
+scored $S64_L4
+S64_L4_INT4=tova-l4-steps2000-sentences-train32-then-int4row-500-lr1e-4-fp32-grouped-posweight-final4-at39639a3
+SLOTS=32 distill_row $S64_L4_INT4 --num_hidden_layers 4 "${S2K[@]}" --init_from "outputs/student-$S64_L4" \
+  --learning_rate 1e-4 --max_steps 500 --weight_bits 4
+scored $S64_L4_INT4
+ln -sfn "student-$S64_L4_INT4" outputs/s64-l4-int4-stage
+[ -f "$OUT/student-speed-v64-int4-1.json" ] || $PY benchmarks/run.py --quick \
+  --output "$OUT/student-speed-v64-int4-1.json" --compare outputs/s63-fp32-stage outputs/s63-l3-int4-stage \
+  outputs/s64-l4-int4-stage
+[ -f "$OUT/student-speed-v64-int4-2.json" ] || $PY benchmarks/run.py --quick \
+  --output "$OUT/student-speed-v64-int4-2.json" --compare outputs/s64-l4-int4-stage outputs/s63-l3-int4-stage \
+  outputs/s63-fp32-stage
