@@ -105,16 +105,20 @@ def decay_to_init() -> None:
     DistillationTrainer.create_optimizer = with_decay
 
 
+_MIX = _PostNormLayer.mix
+
+
+def mix_or_nothing(self, q, k, v, keys, values, allowed, need_weights=True):
+    """`_PostNormLayer.mix`, or zeros (and zero weights) for a layer flagged `attention_free`."""
+    if not getattr(self, "attention_free", False):
+        return _MIX(self, q, k, v, keys, values, allowed, need_weights)
+    b, t = allowed.shape[:2]
+    weights = q.new_zeros(b, self.heads, t, 1 + allowed.shape[-1]) if need_weights else None
+    return q.new_zeros(b, t, q.shape[-1]), weights
+
+
 def attention_free() -> None:
     chosen = [int(i) for i in os.environ["STAGE_LAYERS"].split(",")]
-    mix = _PostNormLayer.mix
-
-    def mix_or_nothing(self, q, k, v, keys, values, allowed, need_weights=True):
-        if not getattr(self, "attention_free", False):
-            return mix(self, q, k, v, keys, values, allowed, need_weights)
-        b, t = allowed.shape[:2]
-        weights = q.new_zeros(b, self.heads, t, 1 + allowed.shape[-1]) if need_weights else None
-        return q.new_zeros(b, t, q.shape[-1]), weights
 
     def flag(model) -> None:
         for i in chosen:
