@@ -1145,6 +1145,65 @@ def two_layer_open_table() -> str:
                               "per keystroke int8 at 32 slots, every shape in one run") if rows else ""
 
 
+# Depth at two whole layers' bytes (student.sh, session 64): (label, the student.sh row, its left-out-FOLDOC partner,
+# its name in the speed runs). Every row 2,000 steps on make distill's 12,000 texts at 32 slots, fp32; the int4 rows
+# 500 more steps through int4 weights at lr 1e-4.
+_S64 = "steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4"
+EQUAL_BYTES = (
+    ("two whole layers (session 62's base)", f"tova-l2-{_S64}-at76aab9f",
+     "tova-l2-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at76aab9f", "s64-l2"),
+    ("three layers of 768 neurons (two layers' bytes)", f"tova-l3-i768-{_S64}-at39639a3", None, "s64-l3-i768"),
+    ("four layers of 384 neurons (two layers' bytes)", f"tova-l4-i384-{_S64}-at39639a3", None, "s64-l4-i384"),
+    ("three whole layers, the middle one's attention reading nothing", f"tova-l3-af1-{_S64}-at39639a3", None, None),
+    ("three whole layers, the top one's attention reading nothing", f"tova-l3-af2-{_S64}-at39639a3", None, None),
+    ("three whole layers (session 63's base)", f"tova-l3-{_S64}-at3b9ec25",
+     "tova-l3-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3", "s64-l3"),
+    ("four whole layers", f"tova-l4-{_S64}-at39639a3", None, None),
+    ("four whole layers, then 500 steps through int4", "tova-l4-steps2000-sentences-train32-then-int4row-500-lr1e-4-"
+     "fp32-grouped-posweight-final4-at39639a3", None, "s64-l4-int4-stage"),
+    ("three whole layers, then 500 steps through int4 (session 63)", "tova-l3-steps2000-sentences-train32-then-"
+     "int4row-500-lr1e-4-fp32-grouped-posweight-final4-at3b9ec25", None, "s63-l3-int4-stage"),
+    ("two whole layers, then 500 steps in fp32 (session 62)", "tova-l2-steps2000-sentences-train32-then-sentences-500-"
+     "lr1e-4-fp32-grouped-posweight-final4-at76aab9f", None, "s63-fp32-stage"),
+)
+
+
+def equal_bytes_table() -> str:
+    """Depth at two whole layers' bytes: layers with fewer feed-forward neurons, or with an attention reading nothing,
+    against whole layers (and whole layers through int4); fidelity in training and scored at 32 slots, FOLDOC's
+    held-out sentences trained on and left out, and the int8 (or int4) keystroke of the trained students."""
+    runs = _speed_runs(("student-speed-v64-1", "student-speed-v64-2", "student-speed-v64-int4-1",
+                        "student-speed-v64-int4-2"))
+    rows = {}
+    for label, name, left_name, speed_name in EQUAL_BYTES:
+        trained = load(f"student-{name}")
+        if not trained:
+            continue
+        fid = trained["fidelity"]["student"]
+        row = {"in training: final cosine": fid["final_cosine"], "in training: NA@10": fid["neighbour_agreement@10"]}
+        if scored := load(f"student-{name}-eval"):
+            s_ = scored["suites"]
+            row.update({"final cosine": s_["fidelity"]["student"]["final_cosine"],
+                        "NA@10": s_["fidelity"]["student"]["neighbour_agreement@10"],
+                        "passages: final cosine": s_["long"]["student"]["final_cosine"],
+                        "STS-B": s_["sts-b"]["student"]["spearman"]})
+        if seen := load(f"student-{name}-on-dict-foldoc"):
+            row["FOLDOC NA@10, trained on it"] = seen["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
+        if left_name and (left := load(f"student-{left_name}-on-dict-foldoc")):
+            row["FOLDOC NA@10, left out"] = left["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
+        for run, speed in runs.items():
+            if speed_name in speed["students"]:
+                row["parameters without the token table (M)"] = \
+                    speed["students"][speed_name]["parameters_without_token_table"] / 1e6
+                ratios = _int8_ratios(speed, prefix="")
+                row.update({f"x cheaper @{n} ({run})": ratios[(speed_name, n)] for n in (64, 256)})
+        rows[label] = row
+    return format_table(rows, "Depth at two whole layers' bytes (student.sh, session 64, a Zen 3 host, AVX2): 2,000 "
+                              "steps on make distill's 12,000 texts at 32 slots, fp32, one after the other, alone; "
+                              "scored as session 61's rows; per keystroke the trained students, int8 (int4 where "
+                              "their weights are), each run alone") if rows else ""
+
+
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
 THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer (Python rows, fp32)",
                "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at87144e7"),
@@ -1302,7 +1361,7 @@ def main():
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
                            one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(), host_table(), int4_table(),
-                           two_layer_open_table(),
+                           two_layer_open_table(), equal_bytes_table(),
                            corpus_table(), documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:
