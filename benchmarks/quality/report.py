@@ -1159,6 +1159,8 @@ EQUAL_BYTES = (
     ("three whole layers (session 63's base)", f"tova-l3-{_S64}-at3b9ec25",
      "tova-l3-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3", "s64-l3"),
     ("four whole layers", f"tova-l4-{_S64}-at39639a3", None, None),
+    ("four whole layers, then 500 steps in fp32", "tova-l4-steps2000-sentences-train32-then-sentences-500-lr1e-4-"
+     "fp32-grouped-posweight-final4-at39639a3", None, None),
     ("four whole layers, then 500 steps through int4", "tova-l4-steps2000-sentences-train32-then-int4row-500-lr1e-4-"
      "fp32-grouped-posweight-final4-at39639a3", None, "s64-l4-int4-stage"),
     ("three whole layers, then 500 steps through int4 (session 63)", "tova-l3-steps2000-sentences-train32-then-"

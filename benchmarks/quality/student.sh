@@ -1603,3 +1603,9 @@ ln -sfn "student-$S64_L4_INT4" outputs/s64-l4-int4-stage
 # -> Per keystroke, 64 / 256 tokens (v64-int4-1, -2): four int4 layers 96x / 256x and 105x / 235x; three int4 layers
 # -> 124x / 301x and 112x / 282x; two int8 layers (session 62's fp32 stage) 132x / 315x and 126x / 292x. Each whole
 # -> layer adds about as much NA@10 as the last (+0.034, +0.035); the fourth costs 0.8x of three int4 layers' keystroke.
+# The four-layer int4 stage's control, as session 63's: 500 more steps in fp32 at lr 1e-4 from the same base. Alone.
+S64_L4_FP32=tova-l4-steps2000-sentences-train32-then-sentences-500-lr1e-4-fp32-grouped-posweight-final4-at39639a3
+SLOTS=32 distill_row $S64_L4_FP32 --num_hidden_layers 4 "${S2K[@]}" --init_from "outputs/student-$S64_L4" \
+  --learning_rate 1e-4 --max_steps 500
+scored $S64_L4_FP32
+# -> 0.9154 / 0.596, passages 0.797, STS-B 79.74 (294 s): int4 costs four layers 0.008 / 0.009 and 0.6 STS-B.
