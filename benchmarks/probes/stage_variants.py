@@ -19,7 +19,7 @@ for the graft) and scored by the recipe's own held-out table (results.json), not
   He et al. 2024 ("What Matters in Transformers? Not All Attention is Needed") drop a trained model's attention
   layers. A third layer's feed-forward without its attention, cache and eviction: what the feed-forward alone buys.
   Works on a fresh student and on --init_from; scored by the recipe's held-out table (the saved format runs every
-  layer's attention).
+  layer's attention). The flagged layer's query/key/value products still run, so its training time is not the shape's.
 
     STAGE_VARIANT=last-token python benchmarks/probes/stage_variants.py --init_from outputs/STUDENT ... \
         --output_dir outputs/NAME

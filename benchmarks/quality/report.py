@@ -915,15 +915,16 @@ def _speed_runs(names) -> dict:
     return {run[len("student-speed-"):]: speed for run in names if (speed := load(run))}
 
 
-def _keystroke_columns(shape: str, runs: dict) -> dict:
-    """A shape's size and int8 keystroke ratios in each speed run that timed it (`shape-<shape>`); none where untimed."""
+def _keystroke_columns(shape: str, runs: dict, prefix: str = "shape-") -> dict:
+    """A student's size and int8 keystroke ratios in each speed run that timed it (`<prefix><shape>`: the shapes by
+    default, "" for a student named whole); none where untimed."""
     row = {}
     for run, speed in runs.items():
-        if f"shape-{shape}" not in speed["students"]:
+        if f"{prefix}{shape}" not in speed["students"]:
             continue
         row["parameters without the token table (M)"] = \
-            speed["students"][f"shape-{shape}"]["parameters_without_token_table"] / 1e6
-        ratios = _int8_ratios(speed)
+            speed["students"][f"{prefix}{shape}"]["parameters_without_token_table"] / 1e6
+        ratios = _int8_ratios(speed, prefix)
         row.update({f"x cheaper @{n} ({run})": ratios[(shape, n)] for n in (64, 256)})
     return row
 
@@ -1193,12 +1194,8 @@ def equal_bytes_table() -> str:
             row["FOLDOC NA@10, trained on it"] = seen["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
         if left_name and (left := load(f"student-{left_name}-on-dict-foldoc")):
             row["FOLDOC NA@10, left out"] = left["suites"]["fidelity"]["student"]["neighbour_agreement@10"]
-        for run, speed in runs.items():
-            if speed_name in speed["students"]:
-                row["parameters without the token table (M)"] = \
-                    speed["students"][speed_name]["parameters_without_token_table"] / 1e6
-                ratios = _int8_ratios(speed, prefix="")
-                row.update({f"x cheaper @{n} ({run})": ratios[(speed_name, n)] for n in (64, 256)})
+        if speed_name:
+            row.update(_keystroke_columns(speed_name, runs, prefix=""))
         rows[label] = row
     return format_table(rows, "Depth at two whole layers' bytes (student.sh, session 64, a Zen 3 host, AVX2): 2,000 "
                               "steps on make distill's 12,000 texts at 32 slots, fp32, one after the other, alone; "
