@@ -31,7 +31,8 @@ VARIANTS = {"gru-residual-mlp": dict(cell_type="gru", num_hidden_layers=3, resid
                                      readout_hidden_size=20),
             "tova-bidirectional": dict(cell_type="tova_attention", bidirectional_pooling=True),
             "tova-position-weighted": dict(cell_type="tova_attention", pooling_position_exponent=1.0),
-            "tova-open": dict(cell_type="tova_attention", open_tokens=3, pooling_position_exponent=1.0)}
+            "tova-open": dict(cell_type="tova_attention", open_tokens=3, pooling_position_exponent=1.0),
+            "tova-tail": dict(cell_type="tova_attention", tail_layers=1, pooling_position_exponent=1.0)}
 
 
 def tiny_config(cell_type: str = "gru", **overrides) -> TF2RNNConfig:

@@ -73,6 +73,23 @@ def test_collator_places_targets(data):
     assert torch.allclose(batch["targets"][0, n[0] - 1], torch.tensor(rows[0]["trajectory"][-1]).float())
 
 
+def test_collator_marks_the_tokens_that_begin_a_word(teacher):
+    from tf2rnn_hf.distill.collators import continuation_table
+
+    tok = teacher.tokenizer
+    text = "unbelievably searchable, tf2rnn!"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    batch = TrajectoryCollator(continues_word=continuation_table(tok))(
+        [{"input_ids": ids, "trajectory": [[0.0] * 4], "target_steps": [len(ids)]},
+         {"input_ids": ids[:2], "trajectory": [[0.0] * 4], "target_steps": [2]}])
+    words = tok(text, add_special_tokens=False).word_ids()  # BERT's pre-tokenizer words: punctuation apart
+    begins = [int(i == 0 or words[i] != words[i - 1]) for i in range(len(ids))]
+    assert 0 in begins and batch["word_starts"][0].tolist() == begins
+    assert batch["word_starts"][1].tolist() == begins[:2] + [0] * (len(ids) - 2)  # padding begins nothing
+    assert "word_starts" not in TrajectoryCollator()([{"input_ids": ids, "trajectory": [[0.0] * 4],
+                                                       "target_steps": [1]}])
+
+
 def test_loss_pieces_by_hand():
     a = torch.nn.functional.normalize(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), dim=-1)
     b = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
@@ -606,6 +623,50 @@ def test_init_from_trains_the_saved_student_at_the_slots_asked_for(tmp_path):
     assert parse(["--preset", "quick", "--init_from", "saved"])[0].num_slots is None
     assert parse(["--preset", "quick", "--init_from", "saved", "--num_slots", "32"])[0].num_slots == 32
     assert parse(["--preset", "quick"])[0].num_slots == 128
+
+
+def test_tail_layers_train_the_second_embedding_beside_the_first(tmp_path):
+    """--tail_layers through the recipe: fresh or added to a saved student (its adapter starting at the identity),
+    its loss logged beside the free-running one, the adapter trained and saved; not with keystroke trajectories."""
+    from transformers import AutoConfig
+
+    from tf2rnn_hf.distill.recipe import main
+
+    logged = []
+
+    class Logs(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            logged.append(logs or {})
+
+    def run(out, *extra):
+        with mock.patch("tf2rnn_hf.distill.recipe.DistillationTrainer.__init__", autospec=True,
+                        side_effect=_with_callback(Logs())):
+            main(_distill_args(tmp_path / out, tmp_path / "cache", "--max_steps", "2", "--use_cpu", "true",
+                               "--save_strategy", "no", "--max_eval_texts", "4", "--logging_steps", "1", *extra))
+        return TF2RNNModel.from_pretrained(tmp_path / out)
+
+    base = ("--cell_type", "tova_attention", "--hidden_size", "384", "--num_hidden_layers", "2")
+    fresh = run("fresh", *base, "--tail_layers", "1")
+    assert fresh.config.tail_layers == 1 and any("loss_tail" in log for log in logged)
+    assert not torch.equal(fresh.cell.tail_adapter.weight, torch.eye(384))  # trained, and saved
+    run("plain", *base)
+    gained = run("gained", "--init_from", str(tmp_path / "plain"), "--tail_layers", "1")
+    assert AutoConfig.from_pretrained(tmp_path / "gained").tail_layers == 1
+    assert (gained.cell.tail_adapter.weight - torch.eye(384)).abs().max() < 0.05  # from the identity, 2 steps on
+    with pytest.raises(ValueError, match="--tail_layers trains on token trajectories"):
+        run("chars", *base, "--tail_layers", "1", "--prefix_unit", "char")
+
+
+def _with_callback(callback):
+    """A side effect for a patched `DistillationTrainer.__init__` that builds the trainer, then adds `callback`."""
+    from tf2rnn_hf.distill.trainer import DistillationTrainer
+
+    original = DistillationTrainer.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.add_callback(callback)
+    return init
 
 
 @torch.no_grad()

@@ -9,11 +9,15 @@ from ..utils import pad_ids
 
 class TrajectoryCollator:
     """Pads trajectory rows into a batch: input_ids/attention_mask [B, T], targets [B, T, D] (the teacher
-    embedding after step t, where one exists) and target_mask [B, T]."""
+    embedding after step t, where one exists) and target_mask [B, T]. Given `continues_word` ([vocab] booleans:
+    the tokens that continue a word, WordPiece's "##" ones; `continuation_table`), also word_starts [B, T], 1 where
+    a token begins a word (for a student with `tail_layers`)."""
 
-    def __init__(self, pad_token_id: int = 0, max_steps: Optional[int] = None):
+    def __init__(self, pad_token_id: int = 0, max_steps: Optional[int] = None,
+                 continues_word: Optional[torch.Tensor] = None):
         self.pad_token_id = pad_token_id
         self.max_steps = max_steps
+        self.continues_word = continues_word
 
     def __call__(self, rows: List[dict]) -> Dict[str, torch.Tensor]:
         lengths = [len(r["input_ids"]) for r in rows]
@@ -30,8 +34,24 @@ class TrajectoryCollator:
             keep = steps < n
             targets[i, steps[keep]] = traj[keep]
             target_mask[i, steps[keep]] = 1.0
-        return {"input_ids": input_ids, "attention_mask": attention_mask, "targets": targets,
-                "target_mask": target_mask}
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "targets": targets,
+                 "target_mask": target_mask}
+        if self.continues_word is not None:
+            batch["word_starts"] = (~self.continues_word[input_ids]).long() * attention_mask
+        return batch
+
+
+def continuation_table(tokenizer) -> torch.Tensor:
+    """[vocab] booleans: the tokens that continue a word (WordPiece's, which start with its "##" prefix)."""
+    prefix = getattr(getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None),
+                     "continuing_subword_prefix", None)
+    if not prefix:
+        raise ValueError(f"{type(tokenizer).__name__} has no WordPiece continuation prefix: word starts (for "
+                         "tail_layers) are read from a WordPiece tokenizer's '##' tokens.")
+    table = torch.zeros(len(tokenizer), dtype=torch.bool)
+    for token, i in tokenizer.get_vocab().items():
+        table[i] = token.startswith(prefix)
+    return table
 
 
 class KeystrokeCollator(TrajectoryCollator):

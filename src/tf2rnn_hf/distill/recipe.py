@@ -31,7 +31,7 @@ from ..evaluation.fidelity import fidelity_table
 from ..evaluation.report import format_table
 from ..hub.save import write_card
 from ..models import CELL_TYPES, TF2RNNConfig
-from .collators import KeystrokeCollator, TrajectoryCollator
+from .collators import KeystrokeCollator, TrajectoryCollator, continuation_table
 from .student import TOKEN_INITS, TF2RNNForDistillation, build_student
 from .trainer import DistillationTrainer
 from .training_args import DistillationTrainingArguments
@@ -102,9 +102,12 @@ class ModelArguments:
                 "position-weighted mean); unset keeps the teacher's plain mean."})
     num_attention_heads: Optional[int] = field(default=None, metadata={
         "help": "Heads of the attention-like cells (default 4; the teacher's for cells that inherit it)."})
+    tail_layers: Optional[int] = field(default=None, metadata={
+        "help": "Causal tova_attention: also train the embedding a keystroke would show if the layers above this many "
+                "read only finished words (TF2RNNConfig.tail_layers; with --init_from, added to the saved student)."})
     init_from: Optional[str] = field(default=None, metadata={
-        "help": "Continue from a saved student: its cell, width and layers are the saved ones (only --num_slots "
-                "applies)."})
+        "help": "Continue from a saved student: its cell, width and layers are the saved ones (only --num_slots and "
+                "--tail_layers apply)."})
 
 
 @dataclass
@@ -299,8 +302,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
     schedule = training_args.schedule
     if model_args.init_from:
         # The slot count is the one shape option a saved student can change (the same weights at another budget).
-        model = TF2RNNForDistillation.from_pretrained(
-            model_args.init_from, **({} if model_args.num_slots is None else {"num_slots": model_args.num_slots}))
+        model = TF2RNNForDistillation.from_pretrained(model_args.init_from, **{
+            key: value for key, value in (("num_slots", model_args.num_slots), ("tail_layers", model_args.tail_layers))
+            if value is not None})
         tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
     else:
         with training_args.main_process_first(desc="token vectors"):
@@ -319,18 +323,23 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                                  ("bidirectional_pooling", model_args.bidirectional_pooling or None),
                                                  ("open_tokens", model_args.open_tokens),
                                                  ("num_slots", model_args.num_slots),
-                                                 ("pooling_position_exponent", model_args.pooling_position_exponent))
+                                                 ("pooling_position_exponent", model_args.pooling_position_exponent),
+                                                 ("tail_layers", model_args.tail_layers))
                    if value is not None},
                 state_lift=schedule.uses_transition)
     if schedule.uses_transition and schedule.transition_weight(1.0) == 0:
         # Parts used only in one phase would stall DDP's gradient reduction in the other.
         training_args.ddp_find_unused_parameters = True
 
+    if getattr(model.config, "tail_layers", None) is not None and settings.prefix_unit == "char":
+        raise ValueError("--tail_layers trains on token trajectories (its words start at WordPiece tokens); "
+                         "drop --prefix_unit char.")
     if settings.prefix_unit == "char" and not byte_student:
         collator = KeystrokeCollator(tokenizer.pad_token_id, partials_per_text=training_args.partials_per_text,
                                      seed=training_args.seed)
     else:
-        collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id)
+        collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id, continues_word=continuation_table(
+            tokenizer) if getattr(model.config, "tail_layers", None) is not None else None)
     trainer = DistillationTrainer(
         model=model, args=training_args, train_dataset=train_ds, eval_dataset=eval_ds, data_collator=collator,
         processing_class=tokenizer)

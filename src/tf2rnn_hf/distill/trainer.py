@@ -67,7 +67,8 @@ class DistillationTrainer(Trainer):
         self.schedule = args.schedule
         self.transition = TransitionLoss(args.distance, args.final_weight)
         self.rollout = RolloutLoss(args.distance, args.final_weight, args.tbptt,
-                                   getattr(self.model.config, "open_tokens", 1), args.open_middle_fraction)
+                                   getattr(self.model.config, "open_tokens", 1), args.open_middle_fraction,
+                                   args.tail_weight)
         self.similarity = SimilarityLoss()
         self.keystroke = KeystrokeLoss(args.distance)
         self.neighbour = None
@@ -179,6 +180,8 @@ class DistillationTrainer(Trainer):
         if w_tr < 1:
             restart = self.schedule.restart(p) if model.training else 0.0
             terms["rollout"], preds = self.rollout(model, inputs, restart)
+            if "word_starts" in inputs and self.rollout.last_tail is not None:
+                terms["tail"] = self.rollout.last_tail
             loss = loss + (1 - w_tr) * terms["rollout"]
             if self.schedule.similarity_weight > 0 or self.neighbour is not None:
                 mask, tmask = inputs["attention_mask"], inputs["target_mask"]

@@ -41,6 +41,9 @@ class DistillationTrainingArguments(TrainingArguments):
         "help": "Share of the targets inside an open-token block that the free-running loss keeps (drawn per "
                 "batch, weighted up by its inverse): each costs its block's first tokens again."})
     tbptt: Optional[int] = field(default=None, metadata={"help": "Truncate backprop every this many steps."})
+    tail_weight: float = field(default=1.0, metadata={
+        "help": "A student with --tail_layers: weight of the loss on its second embedding (the current word through "
+                "the lower layers only) beside the free-running loss."})
     freeze_embeddings: bool = field(default=False, metadata={
         "help": "Keep the token table fixed (an inherited student's is the teacher's): half of its parameters "
                 "left out of the gradient and the optimizer (20 minutes: 2.09 epochs against 2.00, equal fidelity)."})

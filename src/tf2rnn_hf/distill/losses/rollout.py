@@ -27,10 +27,14 @@ class RolloutLoss(nn.Module):
 
     With a student of `open_tokens` W > 1, a target inside a block costs the parallel form that block's first
     tokens again (1.14 extra tokens per token at W 8, a target every third step): `open_middle_fraction` < 1
-    trains on that share of them (`thin_block_middles`), so a CPU minute sees more texts."""
+    trains on that share of them (`thin_block_middles`), so a CPU minute sees more texts.
+
+    A batch with `word_starts` (a student with `tail_layers`) adds `tail_weight` times the same loss on the
+    embedding that pools the current word's lower-layer outputs (`tail_hidden_state`), from the same pass, to
+    the loss it returns; `last_tail` holds that term alone, for logging."""
 
     def __init__(self, distance: str = "cosine", final_weight: float = 1.0, tbptt: Optional[int] = None,
-                 open_tokens: int = 1, open_middle_fraction: float = 1.0):
+                 open_tokens: int = 1, open_middle_fraction: float = 1.0, tail_weight: float = 1.0):
         super().__init__()
         if not 0 < open_middle_fraction <= 1:
             raise ValueError(f"open_middle_fraction must be in (0, 1], got {open_middle_fraction!r}.")
@@ -39,9 +43,13 @@ class RolloutLoss(nn.Module):
                              "student has none (open_tokens 1): leave it at 1.")
         self.distance, self.final_weight, self.tbptt = distance, final_weight, tbptt
         self.open_tokens, self.open_middle_fraction = open_tokens, open_middle_fraction
+        self.tail_weight, self.last_tail = tail_weight, None
 
     def forward(self, model: nn.Module, batch: Dict[str, torch.Tensor], restart_prob: float = 0.0):
         ids, mask, targets, tmask = (batch[k] for k in ("input_ids", "attention_mask", "targets", "target_mask"))
+        if "word_starts" in batch and self.tail_weight > 0 and (restart_prob > 0 or self.tbptt):
+            raise ValueError("The tail_layers embedding trains in one pass from the empty state: not with scheduled "
+                             "restarts or tbptt.")
         if model.training and self.open_middle_fraction < 1:
             tmask = thin_block_middles(tmask, mask, self.open_tokens, self.open_middle_fraction)
         if restart_prob > 0:
@@ -57,6 +65,15 @@ class RolloutLoss(nn.Module):
                 state = out.past_state.detach()
             preds = torch.cat(pieces, 1)
         else:
-            preds = model(ids, attention_mask=mask, use_cache=False, output_steps=tmask > 0).last_hidden_state
+            starts = batch.get("word_starts") if self.tail_weight > 0 else None
+            out = model(ids, attention_mask=mask, use_cache=False, output_steps=tmask > 0,
+                        **({} if starts is None else {"word_starts": starts}))
+            preds = out.last_hidden_state
+            if starts is not None:
+                weights = position_weights(tmask, mask, self.final_weight)
+                tail = weighted_mean(distance_fn(out.tail_hidden_state, targets, self.distance), weights)
+                self.last_tail = tail.detach()
+                return weighted_mean(distance_fn(preds, targets, self.distance), weights) + self.tail_weight * tail, \
+                    preds
         weights = position_weights(tmask, mask, self.final_weight)
         return weighted_mean(distance_fn(preds, targets, self.distance), weights), preds

@@ -666,6 +666,24 @@ class _BidirectionalPooling(nn.Module):
         return F.linear(mix.reshape(b, t, -1), self.out_weight, self.out_bias), new_state
 
 
+class _WordTailAdapter(nn.Module):
+    """`tail_layers`' map from a layer's outputs to the top layer's (TF2RNNConfig.tail_layers): x W^T + b, starting at
+    the identity. Plain parameters, set in `init_parameters`, as transformers' initialisation would overwrite an
+    `nn.Linear`'s."""
+
+    def __init__(self, hidden_size: int):
+        super().__init__()
+        self.weight = nn.Parameter(torch.eye(hidden_size))
+        self.bias = nn.Parameter(torch.zeros(hidden_size))
+
+    def init_parameters(self, copy_) -> None:
+        copy_(self.weight, torch.eye(self.weight.shape[0]))
+        copy_(self.bias, torch.zeros_like(self.bias))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.weight, self.bias)
+
+
 class TOVAAttentionCell(TF2RNNCell):
     """`tova_attention`: the teacher's own layers made causal, over a bounded cache (a multi-state RNN).
 
@@ -703,6 +721,7 @@ class TOVAAttentionCell(TF2RNNCell):
         self.layers = nn.ModuleList(_PostNormLayer(config) for _ in range(config.num_hidden_layers))
         self.sink_output = nn.Parameter(torch.zeros(h))  # the sink's top-layer output, for the mean
         self.pooling = _BidirectionalPooling(config) if config.bidirectional_pooling else None
+        self.tail_adapter = _WordTailAdapter(h) if config.tail_layers is not None else None
         p = config.pooling_position_exponent
         self.pooling_exponent = nn.Parameter(torch.tensor(float(p))) if p is not None else None
         self._tail = 2 if p is None else 3  # state entries after the layers' and the correction's: [total,] count, mean
@@ -757,6 +776,22 @@ class TOVAAttentionCell(TF2RNNCell):
     def _pooled_sum(self, count: torch.Tensor, pooled: torch.Tensor, total: torch.Tensor) -> torch.Tensor:
         """Weighted sum of the sink's and the top layer's outputs so far ([B, H]); the zero state has seen none."""
         return torch.where(count > 0, pooled * total, self.sink_output.to(pooled.dtype).expand_as(pooled))
+
+    def tail_pooled(self, outputs: List[torch.Tensor], valid: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
+        """[B, T, H]: the pooled output after each step of a chunk read from the empty state (`forward`'s layer
+        `outputs`, `valid` [B, T]) when the tokens of each step's current word, from `starts` [B, T] (the index of
+        the word's first token) to the step, pool their layer-`tail_layers` outputs through `tail_adapter` in place
+        of their top-layer ones (TF2RNNConfig.tail_layers). Earlier words pool as in `_pool`."""
+        top, typed = outputs[len(self.layers) - 1], self.tail_adapter(outputs[self.config.tail_layers - 1])
+        b, t, h = top.shape
+        steps = torch.arange(t, device=top.device)
+        weights = (self._pool_weights((1 + steps[None]).to(top.dtype)) * valid.to(top.dtype))[..., None]  # _pool's
+        zero = top.new_zeros(b, 1, h)
+        done = torch.cat([zero, torch.cumsum(top * weights, 1)], 1)  # done[:, s]: the weighted sum before step s
+        tail = torch.cat([zero, torch.cumsum(typed * weights, 1)], 1)
+        first = starts[..., None].expand(-1, -1, h)
+        sums = self.sink_output + done.gather(1, first) + tail[:, 1:] - tail.gather(1, first)
+        return sums / (1 + torch.cumsum(weights, 1))
 
     def forward(self, inputs, state, lengths, use_cache=True, needed: Optional[torch.Tensor] = None):
         """See `TF2RNNCell.forward`; `needed` [B, T] (open tokens only): the steps whose outputs the caller reads,

@@ -69,6 +69,15 @@ class TF2RNNConfig(PretrainedConfig):
             step 0), p a learned scalar that starts here, instead of the plain mean (None, the teacher's
             pooling). SGPT (Muennighoff 2022) pools a causal model's tokens better with p = 1: later tokens
             have read the whole prefix. One more number of state per row.
+        tail_layers (`int`, *optional*):
+            `tova_attention` with `open_tokens` 1 only: train a second embedding, the one a keystroke would show
+            if the layers above the first `tail_layers` read only finished words. A word's tokens change at
+            nearly every keystroke and only its end makes them final; a causal layer's output for a token does
+            not depend on when it is computed, so the finished words come out exactly as now. The second
+            embedding pools the finished words' top-layer outputs and the current word's outputs of layer
+            `tail_layers`, mapped by a learned linear `tail_adapter` (starting at the identity). `forward` returns
+            it as `tail_hidden_state` where given `word_starts`. Training only, for now: every step, stream and
+            bulk encoding still runs every layer on every token (the full embedding).
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
@@ -127,6 +136,7 @@ class TF2RNNConfig(PretrainedConfig):
         bidirectional_pooling: bool = False,
         open_tokens: int = 1,
         pooling_position_exponent: Optional[float] = None,
+        tail_layers: Optional[int] = None,
         residual_token_mean: bool = True,
         dropout: float = 0.0,
         skip_token_ids: Optional[List[int]] = None,
@@ -157,6 +167,7 @@ class TF2RNNConfig(PretrainedConfig):
         self.bidirectional_pooling = bidirectional_pooling
         self.open_tokens = open_tokens
         self.pooling_position_exponent = pooling_position_exponent
+        self.tail_layers = tail_layers
         self.residual_token_mean = residual_token_mean
         self.dropout = dropout
         self.skip_token_ids = list(skip_token_ids) if skip_token_ids is not None else []
@@ -227,6 +238,14 @@ class TF2RNNConfig(PretrainedConfig):
             if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p):
                 raise ValueError(f"pooling_position_exponent must be a finite number or None, got "
                                  f"{self.pooling_position_exponent!r}.")
+        if self.tail_layers is not None:
+            k = self.tail_layers
+            if self.cell_type != "tova_attention" or self.open_tokens != 1 or self.bidirectional_pooling:
+                raise ValueError("tail_layers is an option of the causal tova_attention student (open_tokens 1, no "
+                                 f"bidirectional_pooling), not of this {self.cell_type!r} one.")
+            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < self.num_hidden_layers:
+                raise ValueError(f"tail_layers must be a whole number from 1 to num_hidden_layers - 1 "
+                                 f"({self.num_hidden_layers - 1}), got {k!r}.")
         if self.state_lift and self.cell_type not in ("gru", "lstm"):
             raise ValueError(f"state_lift is available for the gru and lstm cells, not {self.cell_type!r}.")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= float(self.dropout) < 1.0:

@@ -106,12 +106,16 @@ class TF2RNNModelOutput(ModelOutput):
             The state to continue from, returned when `use_cache=True`.
         hidden_states (`tuple(torch.FloatTensor)`, *optional*):
             The input vectors and each layer's output at every step, when `output_hidden_states=True`.
+        tail_hidden_state (`torch.FloatTensor` of shape `(batch_size, steps, output_size)`, *optional*):
+            A student with `config.tail_layers`, given `word_starts`: the embedding after every step when the
+            current word has passed only the first `tail_layers` layers (TF2RNNConfig.tail_layers).
     """
 
     last_hidden_state: Optional[torch.FloatTensor] = None
     pooler_output: Optional[torch.FloatTensor] = None
     past_state: Optional[TF2RNNState] = None
     hidden_states: Optional[Tuple[torch.FloatTensor, ...]] = None
+    tail_hidden_state: Optional[torch.FloatTensor] = None
 
 
 class TF2RNNPreTrainedModel(PreTrainedModel):
@@ -281,6 +285,7 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         output_hidden_states: Optional[bool] = None,
         return_dict: Optional[bool] = None,
         output_steps: Optional[torch.Tensor] = None,
+        word_starts: Optional[torch.Tensor] = None,
         **kwargs,
     ) -> Union[Tuple, TF2RNNModelOutput]:
         r"""
@@ -297,6 +302,9 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         output_steps (`torch.Tensor` of shape `(batch_size, steps)`, *optional*):
             The steps whose embeddings the caller reads (a loss's targets). A student with open tokens
             (`config.open_tokens` > 1) then skips the extra work of the others, whose embeddings are unspecified.
+        word_starts (`torch.Tensor` of shape `(batch_size, steps)`, *optional*):
+            A student with `config.tail_layers`, from the empty state: 1 where a token begins a word (the
+            WordPiece tokens that do not continue one); the output then holds `tail_hidden_state`.
 
         An empty sequence (`steps == 0`) is allowed: it returns the state unchanged, and a row that has
         seen no real step has an all-zero embedding.
@@ -307,6 +315,14 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         )
         return_dict = return_dict if return_dict is not None else self.config.return_dict
         self._check_inputs(input_ids, past_state, attention_mask)
+        if word_starts is not None:
+            if self.config.tail_layers is None:
+                raise ValueError("word_starts is read by a student with config.tail_layers; this one has none.")
+            if past_state is not None:
+                raise ValueError("word_starts reads a text from the empty state (training); drop past_state.")
+            if word_starts.shape != input_ids.shape:
+                raise ValueError(f"word_starts has shape {tuple(word_starts.shape)}; input_ids has "
+                                 f"{tuple(input_ids.shape)}.")
         batch, steps = input_ids.shape
         # Without a cache to return, the empty state is only read: the tova cell's is 25 MB a layer at a training
         # batch of 64, zeroed at every step before (with the cell's padded cache, 634 -> 562 ms a step at 16 tokens).
@@ -334,22 +350,32 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
             outputs = [vectors.new_zeros(batch, 0, self.config.hidden_size)] * self.cell.num_outputs
             cell_state = state.cell_state
 
-        valid = (torch.arange(steps, device=input_ids.device)[None] < lengths[:, None]).to(vectors.dtype)
+        positions = torch.arange(steps, device=input_ids.device)
+        valid = (positions[None] < lengths[:, None]).to(vectors.dtype)
         counts = state.seen_tokens[:, None] + torch.cumsum(valid, 1).long()
-        raw = self.readout(outputs[-1])
         token_sum = state.token_sum
+        token_mean = None
         if self.config.residual_token_mean:
             sums = token_sum[:, None] + torch.cumsum(vectors * valid[..., None], 1)
-            raw = raw + sums / counts.clamp(min=1)[..., None].to(sums.dtype)
+            token_mean = sums / counts.clamp(min=1)[..., None].to(sums.dtype)
             token_sum = sums[:, -1] if steps else token_sum
-        compact = F.normalize(raw, dim=-1)
-
         # Scatter back: position t shows the embedding after the last real step at or before t.
         last_real = torch.cumsum(mask.long(), 1) - 1  # [B, T] index into the compact steps
-        prev = state.last_embedding[:, None].expand(-1, steps, -1)
-        gathered = compact.gather(1, last_real.clamp(min=0)[..., None].expand(-1, -1, compact.shape[-1]))
-        trajectory = torch.where((last_real >= 0)[..., None], gathered, prev)
+
+        def embedding(cell_output: torch.Tensor) -> torch.Tensor:
+            raw = self.readout(cell_output)
+            compact = F.normalize(raw if token_mean is None else raw + token_mean, dim=-1)
+            gathered = compact.gather(1, last_real.clamp(min=0)[..., None].expand(-1, -1, compact.shape[-1]))
+            return torch.where((last_real >= 0)[..., None], gathered, state.last_embedding[:, None])
+
+        trajectory = embedding(outputs[-1])
         pooled = trajectory[:, -1] if steps else state.last_embedding
+        tail = None
+        if word_starts is not None and steps:
+            # Each step's word begins at the last word start at or before it (a row's first token begins one).
+            begins = (word_starts.gather(1, order) != 0) | (positions[None] == 0)
+            starts = torch.cummax(torch.where(begins, positions[None], 0), 1).values
+            tail = embedding(self.cell.tail_pooled(outputs[:-1], valid, starts))
 
         new_state = None
         if use_cache:
@@ -363,9 +389,9 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
             hidden_states = tuple(scatter(x) for x in [vectors, *outputs])
 
         if not return_dict:
-            return tuple(v for v in (trajectory, pooled, new_state, hidden_states) if v is not None)
+            return tuple(v for v in (trajectory, pooled, new_state, hidden_states, tail) if v is not None)
         return TF2RNNModelOutput(last_hidden_state=trajectory, pooler_output=pooled, past_state=new_state,
-                                 hidden_states=hidden_states)
+                                 hidden_states=hidden_states, tail_hidden_state=tail)
 
     def step(self, input_ids: torch.LongTensor, past_state: Optional[TF2RNNState] = None
              ) -> Tuple[torch.Tensor, TF2RNNState]:

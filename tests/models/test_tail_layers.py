@@ -1,0 +1,121 @@
+"""`tail_layers`: the second embedding, the current word through the lower layers only (TF2RNNConfig.tail_layers)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import tiny_config, tiny_model
+
+from tf2rnn_hf import TF2RNNModel
+
+
+def _tail_student(**overrides):
+    model = tiny_model("tova_attention", num_hidden_layers=3, tail_layers=1, pooling_position_exponent=0.7,
+                       **overrides)
+    with torch.no_grad():  # an adapter away from its starting identity, so that a wrong one shows
+        model.cell.tail_adapter.weight.add_(torch.randn_like(model.cell.tail_adapter.weight) * 0.3)
+        model.cell.tail_adapter.bias.normal_(0, 0.3)
+    return model
+
+
+def _by_definition(model, ids, begins):
+    """[T, O] the second embedding after each step of one text, from its definition, step by step: the sink's output
+    and every finished word's top-layer outputs, the current word's layer-`tail_layers` outputs through the
+    adapter, each step n weighed (n + 1) ** p, read out, normalised."""
+    with torch.no_grad():
+        hidden = model(ids[None], use_cache=False, output_hidden_states=True).hidden_states
+    layers = [h[0] for h in hidden[1:-1]]
+    top, typed = layers[-1], model.cell.tail_adapter(layers[model.config.tail_layers - 1])
+    p = model.cell.pooling_exponent
+    out = []
+    for t in range(len(ids)):
+        start = max(j for j in range(t + 1) if begins[j] or j == 0)
+        total, pooled = 1.0, model.cell.sink_output.clone()
+        for j in range(t + 1):
+            w = (j + 2) ** p
+            pooled, total = pooled + w * (top[j] if j < start else typed[j]), total + w
+        out.append(F.normalize(model.readout(pooled / total), dim=-1))
+    return torch.stack(out)
+
+
+@torch.no_grad()
+def test_the_second_embedding_is_its_definition_under_any_padding():
+    model = _tail_student()
+    torch.manual_seed(1)
+    ids = torch.randint(2, 50, (3, 12))
+    begins = (torch.rand(3, 12) < 0.5).long()
+    mask = torch.ones_like(ids)
+    mask[1, 8:] = 0  # right padding
+    mask[2, :3] = 0  # left padding
+    out = model(ids, attention_mask=mask, use_cache=False, word_starts=begins)
+    for row in range(3):
+        real = mask[row].bool()
+        expected = _by_definition(model, ids[row][real], begins[row][real])
+        assert (out.tail_hidden_state[row][real] - expected).abs().max() < 1e-5, row
+        # The full embedding is the model's own, unchanged by the option.
+        alone = model(ids[row][real][None], use_cache=False).last_hidden_state[0]
+        assert (out.last_hidden_state[row][real] - alone).abs().max() < 1e-5
+
+
+@torch.no_grad()
+def test_a_word_of_one_token_differs_from_the_full_embedding_by_that_token_alone():
+    """Where every token is a word, the second embedding pools every earlier token's top-layer output as the full one
+    does, and only the newest token's contribution differs: with an adapter that maps layer 1 to what the top layer
+    wrote, the two are equal."""
+    model = _tail_student()
+    ids = torch.randint(2, 50, (1, 9))
+    hidden = model(ids, use_cache=False, output_hidden_states=True).hidden_states
+    layer1, top = hidden[1][0], hidden[-2][0]
+    fit = torch.linalg.lstsq(torch.cat([layer1, torch.ones(9, 1)], 1), top).solution  # exact: 9 rows, 25 unknowns
+    model.cell.tail_adapter.weight.copy_(fit[:-1].T)
+    model.cell.tail_adapter.bias.copy_(fit[-1])
+    out = model(ids, use_cache=False, word_starts=torch.ones_like(ids))
+    assert (out.tail_hidden_state - out.last_hidden_state).abs().max() < 1e-4
+
+
+def test_the_second_embedding_trains_the_adapter_and_the_lower_layers():
+    model = _tail_student().train()
+    ids = torch.randint(2, 50, (2, 8))
+    out = model(ids, use_cache=False, word_starts=(torch.rand(2, 8) < 0.5).long())
+    out.tail_hidden_state.sum().backward()
+    assert model.cell.tail_adapter.weight.grad.abs().sum() > 0
+    assert model.cell.layers[0].out.weight.grad.abs().sum() > 0
+
+
+def test_a_saved_student_gains_the_option_at_the_identity_and_keeps_the_rest(tmp_path):
+    plain = tiny_model("tova_attention", num_hidden_layers=3, pooling_position_exponent=0.7)
+    plain.save_pretrained(tmp_path / "plain")
+    gained = TF2RNNModel.from_pretrained(tmp_path / "plain", tail_layers=2).eval()
+    assert torch.equal(gained.cell.tail_adapter.weight, torch.eye(24))
+    assert not gained.cell.tail_adapter.bias.any()
+    kept = {n: p for n, p in gained.named_parameters() if "tail_adapter" not in n}
+    assert all(torch.equal(kept[n], p) for n, p in plain.named_parameters())
+    trained = _tail_student()
+    trained.save_pretrained(tmp_path / "tail")
+    loaded = TF2RNNModel.from_pretrained(tmp_path / "tail").eval()
+    assert loaded.config.tail_layers == 1
+    assert torch.equal(loaded.cell.tail_adapter.weight, trained.cell.tail_adapter.weight)
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(cell_type="gru", hidden_size=24, embedding_size=16), "causal tova_attention"),
+    (dict(cell_type="tova_attention", open_tokens=3), "causal tova_attention"),
+    (dict(cell_type="tova_attention", num_hidden_layers=2, tail_layers=2), "from 1 to num_hidden_layers - 1"),
+    (dict(cell_type="tova_attention", tail_layers=0), "from 1 to num_hidden_layers - 1"),
+])
+def test_bad_tail_layers_are_refused(overrides, message):
+    kwargs = {"tail_layers": 1, **overrides}
+    with pytest.raises(ValueError, match=message):
+        tiny_config(**kwargs)
+
+
+def test_word_starts_are_refused_where_they_cannot_be_read():
+    plain = tiny_model("tova_attention")
+    ids = torch.randint(2, 50, (1, 5))
+    with pytest.raises(ValueError, match="config.tail_layers"):
+        plain(ids, word_starts=torch.ones_like(ids))
+    model = _tail_student()
+    state = model(ids).past_state
+    with pytest.raises(ValueError, match="empty state"):
+        model(ids, past_state=state, word_starts=torch.ones_like(ids))
+    with pytest.raises(ValueError, match="shape"):
+        model(ids, word_starts=torch.ones(1, 4, dtype=torch.long))
