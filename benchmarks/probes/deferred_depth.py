@@ -30,7 +30,9 @@ from tf2rnn_hf import TF2RNNModel
 from tf2rnn_hf.data import trajectories
 from tf2rnn_hf.data.corpus import load_texts
 from tf2rnn_hf.data.teacher import Teacher, teacher_name_of
+from tf2rnn_hf.distill.student import least_squares_adapter
 from tf2rnn_hf.evaluation.fidelity import fidelity, rows_to_tensors, student_trajectories
+from tf2rnn_hf.hub import save_student
 from tf2rnn_hf.utils import pad_ids
 
 
@@ -85,22 +87,6 @@ def embed(model: TF2RNNModel, vectors: torch.Tensor, cell_output: torch.Tensor) 
     return F.normalize(raw, dim=-1)
 
 
-@torch.no_grad()
-def fit_adapter(model: TF2RNNModel, tokenizer, texts: List[str], tail_layers: int) -> torch.Tensor:
-    """[H + 1, H] least-squares map (with a bias row) from layer `tail_layers`'s outputs to the top layer's, over every
-    token of `texts`."""
-    ids = [tokenizer(t, add_special_tokens=False, truncation=True, max_length=64)["input_ids"] for t in texts]
-    rows = [{"input_ids": torch.tensor(i)} for i in ids if i]
-    xs, ys = [], []
-    for _, layers, _ in layer_outputs(model, rows):
-        xs.append(layers[tail_layers - 1])
-        ys.append(layers[-1])
-    x, y = torch.cat(xs).double(), torch.cat(ys).double()
-    x = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], 1)
-    ridge = 1e-3 * torch.eye(x.shape[1], dtype=x.dtype) * x.pow(2).mean()
-    return torch.linalg.solve(x.T @ x + ridge * len(x), x.T @ y).float()
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("student")
@@ -110,6 +96,9 @@ def main():
     parser.add_argument("--fit_texts", type=int, default=2000)
     parser.add_argument("--texts", type=int, default=1000)
     parser.add_argument("--output", default=None)
+    parser.add_argument("--save_fitted", default=None,
+                        help="save the student with tail_layers (the first of --tail_layers) and its least-squares "
+                             "adapter here: a start for training the second embedding (examples/distill.py --init_from)")
     args = parser.parse_args()
     torch.set_grad_enabled(False)
     model = TF2RNNModel.from_pretrained(args.student).eval()
@@ -142,12 +131,19 @@ def main():
     for layers_k in args.tail_layers:
         if not 1 <= layers_k < model.config.num_hidden_layers:
             raise SystemExit(f"--tail_layers {layers_k}: the student has {model.config.num_hidden_layers} layers.")
-        adapter = fit_adapter(model, tokenizer, fit, layers_k)
-        for name, mapped in (("identity", lambda x: x),
-                             ("least squares", lambda x: x @ adapter[:-1] + adapter[-1])):
+        weight, bias = least_squares_adapter(model, tokenizer, fit, layers_k)
+        for name, mapped in (("identity", lambda x: x), ("least squares", lambda x: x @ weight.T + bias)):
             table[f"words being typed through {layers_k} layers, {name}"] = fidelity(
                 [embed(model, v, pooled(model, layers[-1], mapped(layers[layers_k - 1]), s))
                  for (v, layers, _), s in zip(outputs, starts)], rows)
+    if args.save_fitted:
+        layers_k = args.tail_layers[0]
+        fitted = TF2RNNModel.from_pretrained(args.student, tail_layers=layers_k).eval()
+        weight, bias = least_squares_adapter(model, tokenizer, fit, layers_k)
+        fitted.cell.tail_adapter.weight.copy_(weight)
+        fitted.cell.tail_adapter.bias.copy_(bias)
+        save_student(fitted, tokenizer, args.save_fitted)
+        print(f"saved {args.save_fitted}")
     k = model.config.tail_layers
     if k is not None:  # trained for it: the model's own second embedding, its word starts from `starts`
         trained = []

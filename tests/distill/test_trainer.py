@@ -628,9 +628,10 @@ def test_init_from_trains_the_saved_student_at_the_slots_asked_for(tmp_path):
 def test_tail_layers_train_the_second_embedding_beside_the_first(tmp_path):
     """--tail_layers through the recipe: fresh or added to a saved student (its adapter starting at the identity),
     its loss logged beside the free-running one, the adapter trained and saved; not with keystroke trajectories."""
-    from transformers import AutoConfig
+    from transformers import AutoConfig, AutoTokenizer
 
     from tf2rnn_hf.distill.recipe import main
+    from tf2rnn_hf.distill.student import least_squares_adapter
 
     logged = []
 
@@ -649,10 +650,16 @@ def test_tail_layers_train_the_second_embedding_beside_the_first(tmp_path):
     fresh = run("fresh", *base, "--tail_layers", "1")
     assert fresh.config.tail_layers == 1 and any("loss_tail" in log for log in logged)
     assert not torch.equal(fresh.cell.tail_adapter.weight, torch.eye(384))  # trained, and saved
-    run("plain", *base)
-    gained = run("gained", "--init_from", str(tmp_path / "plain"), "--tail_layers", "1")
+    plain = run("plain", *base)
+    gained = run("gained", "--init_from", str(tmp_path / "plain"), "--tail_layers", "1", "--learning_rate", "1e-7")
     assert AutoConfig.from_pretrained(tmp_path / "gained").tail_layers == 1
-    assert (gained.cell.tail_adapter.weight - torch.eye(384)).abs().max() < 0.05  # from the identity, 2 steps on
+    # The new adapter starts at the least-squares map on the calibration texts (the tiny preset's 64), not the
+    # identity (2 steps at lr 1e-7 leave it there).
+    texts = (DATA / "train.txt").read_text().splitlines()[:64]
+    weight, _ = least_squares_adapter(plain, AutoTokenizer.from_pretrained(tmp_path / "plain"), texts, 1)
+    assert (gained.cell.tail_adapter.weight - weight).abs().max() < 1e-3 < (weight - torch.eye(384)).abs().max()
+    again = run("again", "--init_from", str(tmp_path / "gained"), "--learning_rate", "1e-7")
+    assert (again.cell.tail_adapter.weight - gained.cell.tail_adapter.weight).abs().max() < 1e-4  # kept, not refitted
     with pytest.raises(ValueError, match="--tail_layers trains on token trajectories"):
         run("chars", *base, "--tail_layers", "1", "--prefix_unit", "char")
 

@@ -119,3 +119,31 @@ def test_word_starts_are_refused_where_they_cannot_be_read():
         model(ids, past_state=state, word_starts=torch.ones_like(ids))
     with pytest.raises(ValueError, match="shape"):
         model(ids, word_starts=torch.ones(1, 4, dtype=torch.long))
+
+
+def test_the_least_squares_adapter_is_the_least_squares_solution():
+    from tf2rnn_hf.distill.student import least_squares_adapter
+
+    class Words:  # a tokenizer of space-separated numbers
+        pad_token_id = 0
+
+        def __call__(self, text, **kwargs):
+            return {"input_ids": [int(w) for w in text.split()][:kwargs.get("max_length", 64)]}
+
+    model = _tail_student()
+    g = torch.Generator().manual_seed(3)
+    texts = [" ".join(str(int(i)) for i in torch.randint(2, 50, (n,), generator=g)) for n in range(3, 40)]
+    weight, bias = least_squares_adapter(model, Words(), texts, 1, batch_size=8, ridge=0.0)
+    x, y = [], []
+    with torch.no_grad():
+        for text in texts:
+            hidden = model(torch.tensor([[int(w) for w in text.split()]]), output_hidden_states=True).hidden_states
+            x.append(hidden[1][0])
+            y.append(hidden[-2][0])
+    x, y = torch.cat(x).double(), torch.cat(y).double()
+    ones = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], 1)
+    solution = torch.linalg.lstsq(ones, y, driver="gelsd").solution
+    # The fitted values: unique even where the normal equations are near singular (layer-normed inputs).
+    ours = x @ weight.double().T + bias.double()
+    assert (ours - ones @ solution).abs().max() < 1e-3 * y.abs().max()
+    assert (ours - y).pow(2).mean() < 0.5 * (x - y).pow(2).mean()  # better than the identity it replaces

@@ -32,7 +32,7 @@ from ..evaluation.report import format_table
 from ..hub.save import write_card
 from ..models import CELL_TYPES, TF2RNNConfig
 from .collators import KeystrokeCollator, TrajectoryCollator, continuation_table
-from .student import TOKEN_INITS, TF2RNNForDistillation, build_student
+from .student import TOKEN_INITS, TF2RNNForDistillation, build_student, least_squares_adapter
 from .trainer import DistillationTrainer
 from .training_args import DistillationTrainingArguments
 
@@ -327,6 +327,14 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                                  ("tail_layers", model_args.tail_layers))
                    if value is not None},
                 state_lift=schedule.uses_transition)
+    k = getattr(model.config, "tail_layers", None)
+    if k is not None and (not model_args.init_from or TF2RNNConfig.from_pretrained(model_args.init_from).tail_layers
+                          is None):
+        # A new adapter starts at the least-squares map on the calibration texts, not the identity.
+        weight, bias = least_squares_adapter(model, tokenizer, train_texts[:CALIBRATION_TEXTS], k)
+        with torch.no_grad():
+            model.cell.tail_adapter.weight.copy_(weight)
+            model.cell.tail_adapter.bias.copy_(bias)
     if schedule.uses_transition and schedule.transition_weight(1.0) == 0:
         # Parts used only in one phase would stall DDP's gradient reduction in the other.
         training_args.ddp_find_unused_parameters = True
