@@ -1203,6 +1203,60 @@ def equal_bytes_table() -> str:
                               "their weights are), each run alone") if rows else ""
 
 
+# Depth paid per word (student.sh, session 65): (label, the student.sh row, its probe file in benchmarks/probes/results,
+# the probe row of its second embedding). The plain rows read the untrained probe's rows of the same student.
+PROBES = Path(__file__).parents[1] / "probes" / "results"
+PER_WORD = (
+    ("two whole layers, 2,000 steps", "student-tova-l2-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-"
+     "final4-at76aab9f", "deferred-depth-s65-untrained", None),
+    ("four whole layers, 2,000 steps; second embedding untrained, least-squares adapter, K = 2",
+     "student-tova-l4-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3",
+     "deferred-depth-s65-untrained", "words being typed through 2 layers, least squares"),
+    ("+ 500 steps (the control)", "student-tova-l4-steps2000-sentences-train32-then-sentences-500-lr1e-4-fp32-grouped-"
+     "posweight-final4-at39639a3", None, None),
+    ("+ 500 steps with K = 2, adapter from the identity", "student-tova-l4-steps2000-sentences-train32-then-tail2-500-"
+     "lr1e-4-fp32-grouped-posweight-final4-at3fefda1", "deferred-depth-s65-tail2", "words being typed through 2 "
+     "layers, trained"),
+    ("+ 500 steps with K = 1, adapter from the identity", "student-tova-l4-steps2000-sentences-train32-then-tail1-500-"
+     "lr1e-4-fp32-grouped-posweight-final4-at3fefda1", "deferred-depth-s65-tail1", "words being typed through 1 "
+     "layers, trained"),
+    ("+ 500 steps with K = 2, adapter from least squares", "student-tova-l4-steps2000-sentences-train32-then-tail2ls-"
+     "500-lr1e-4-fp32-grouped-posweight-final4-at3fefda1", "deferred-depth-s65-tail2ls", "words being typed through 2 "
+     "layers, trained"),
+    ("four layers trained with K = 2 from the start, 2,000 steps", "student-tova-l4-tail2-steps2000-sentences-train32-"
+     "fp32-lr3e-4-grouped-posweight-final4-ata72805a", "deferred-depth-s65-l4-tail2", "words being typed through 2 "
+     "layers, trained"),
+)
+
+
+def per_word_table() -> str:
+    """Depth paid per word: the full embedding of four-layer students scored at 32 slots, and the second embedding a
+    keystroke would show inside a word with the layers above K waiting for its end (benchmarks/probes/deferred_depth.py),
+    beside two whole layers."""
+    rows = {}
+    for label, name, probe, second in PER_WORD:
+        scored = load(f"{name}-eval")
+        if not scored:
+            continue
+        s_ = scored["suites"]
+        row = {"final cosine": s_["fidelity"]["student"]["final_cosine"],
+               "NA@10": s_["fidelity"]["student"]["neighbour_agreement@10"],
+               "passages: final cosine": s_["long"]["student"]["final_cosine"], "STS-B": s_["sts-b"]["student"]["spearman"]}
+        path = PROBES / f"{probe}.json" if probe else None
+        if path and path.is_file():
+            table = json.loads(path.read_text())["fidelity"]
+            inside = table[second] if second else table[f"{name} as it is"]
+            row.update({"inside a word: final cosine": inside["final_cosine"],
+                        "inside a word: all-prefix cosine": inside["prefix_cosine"],
+                        "inside a word: NA@10": inside["neighbour_agreement@10"]})
+        rows[label] = row
+    return format_table(rows, "Depth paid per word (student.sh, session 65, a Zen 3 host): four causal layers at 32 slots, "
+                              "make distill's 12,000 texts, fp32; the full embedding scored as session 61's rows, the "
+                              "one shown inside a word (the layers above K waiting for its end: --tail_layers) by "
+                              "benchmarks/probes/deferred_depth.py on the same held-out texts at every token prefix; "
+                              "two whole layers show their only embedding") if rows else ""
+
+
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
 THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer (Python rows, fp32)",
                "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at87144e7"),
@@ -1360,7 +1414,7 @@ def main():
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
                            one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(), host_table(), int4_table(),
-                           two_layer_open_table(), equal_bytes_table(),
+                           two_layer_open_table(), equal_bytes_table(), per_word_table(),
                            corpus_table(), documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:
