@@ -1209,6 +1209,8 @@ PROBES = Path(__file__).parents[1] / "probes" / "results"
 PER_WORD = (
     ("two whole layers, 2,000 steps", "student-tova-l2-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-"
      "final4-at76aab9f", "deferred-depth-s65-untrained", None),
+    ("three whole layers, 2,000 steps", "student-tova-l3-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-"
+     "final4-at3b9ec25", "deferred-depth-s65-untrained", None),
     ("four whole layers, 2,000 steps; second embedding untrained, least-squares adapter, K = 2",
      "student-tova-l4-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3",
      "deferred-depth-s65-untrained", "words being typed through 2 layers, least squares"),
@@ -1225,6 +1227,9 @@ PER_WORD = (
      "layers, trained"),
     ("four layers trained with K = 2 from the start, 2,000 steps", "student-tova-l4-tail2-steps2000-sentences-train32-"
      "fp32-lr3e-4-grouped-posweight-final4-ata72805a", "deferred-depth-s65-l4-tail2", "words being typed through 2 "
+     "layers, trained"),
+    ("six layers trained with K = 2 from the start, 2,000 steps", "student-tova-l6-tail2-steps2000-sentences-train32-"
+     "fp32-lr3e-4-grouped-posweight-final4-ata72805a", "deferred-depth-s65-l6-tail2", "words being typed through 2 "
      "layers, trained"),
 )
 
@@ -1250,7 +1255,7 @@ def per_word_table() -> str:
                         "inside a word: all-prefix cosine": inside["prefix_cosine"],
                         "inside a word: NA@10": inside["neighbour_agreement@10"]})
         rows[label] = row
-    return format_table(rows, "Depth paid per word (student.sh, session 65, a Zen 3 host): four causal layers at 32 slots, "
+    return format_table(rows, "Depth paid per word (student.sh, session 65, a Zen 3 host): causal layers at 32 slots, "
                               "make distill's 12,000 texts, fp32; the full embedding scored as session 61's rows, the "
                               "one shown inside a word (the layers above K waiting for its end: --tail_layers) by "
                               "benchmarks/probes/deferred_depth.py on the same held-out texts at every token prefix; "
