@@ -66,17 +66,9 @@ def layer_outputs(model: TF2RNNModel, rows, batch_size: int = 64) -> List[tuple]
 
 
 def pooled(model: TF2RNNModel, top: torch.Tensor, tail: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
-    """[T, H] the cell's pooled output at every step when the tokens of each step's current word contribute `tail`
-    in place of `top` (both [T, H]); with tail = top, the cell's own pooled output."""
-    cell = model.cell
-    n = top.shape[0]
-    steps = torch.arange(n, dtype=top.dtype)
-    weights = cell._pool_weights(steps + 1)  # the cell weighs its j-th step (0-based) by (j + 2) ** p
-    done = torch.cat([top.new_zeros(1, top.shape[1]), torch.cumsum(top * weights[:, None], 0)])  # [T + 1, H]
-    current = torch.cat([top.new_zeros(1, top.shape[1]), torch.cumsum(tail * weights[:, None], 0)])
-    idx = torch.arange(n)
-    sums = cell.sink_output + done[starts] + current[idx + 1] - current[starts]
-    return sums / (1 + torch.cumsum(weights, 0))[:, None]
+    """[T, H] the cell's pooled output at every step of one text when the tokens of each step's current word
+    contribute `tail` in place of `top` (both [T, H]; `TOVAAttentionCell.tail_pooled`)."""
+    return model.cell.tail_pooled(top[None], tail[None], torch.ones(1, len(top)), starts[None])[0]
 
 
 def embed(model: TF2RNNModel, vectors: torch.Tensor, cell_output: torch.Tensor) -> torch.Tensor:
@@ -117,7 +109,8 @@ def main():
                                 "tokens": sum(len(r["input_ids"]) for r in rows),
                                 "current_word_tokens_mean": float(torch.cat(
                                     [torch.arange(len(s)) - s + 1 for s in starts]).float().mean())}
-    # This probe's pooling and embedding against the model's own: the same numbers to float rounding.
+    # The pooling with the current word's own top-layer outputs, and this probe's embedding, against the model's
+    # own trajectory: the same numbers to float rounding.
     as_is = [embed(model, v, pooled(model, layers[-1], layers[-1], s)) for (v, layers, _), s in zip(outputs, starts)]
     reference = student_trajectories(model, rows)
     results["check_max_abs_diff"] = max(float((a - b).abs().max()) for a, b in zip(as_is, reference))
@@ -128,10 +121,11 @@ def main():
         [embed(model, v, pooled(model, layers[-1], torch.zeros_like(layers[-1]), s))
          for (v, layers, _), s in zip(outputs, starts)], rows)
     fit = load_texts("offline", "train", limit=args.fit_texts, shuffle_seed=0)["text"]
+    fits = {}
     for layers_k in args.tail_layers:
         if not 1 <= layers_k < model.config.num_hidden_layers:
             raise SystemExit(f"--tail_layers {layers_k}: the student has {model.config.num_hidden_layers} layers.")
-        weight, bias = least_squares_adapter(model, tokenizer, fit, layers_k)
+        weight, bias = fits[layers_k] = least_squares_adapter(model, tokenizer, fit, layers_k)
         for name, mapped in (("identity", lambda x: x), ("least squares", lambda x: x @ weight.T + bias)):
             table[f"words being typed through {layers_k} layers, {name}"] = fidelity(
                 [embed(model, v, pooled(model, layers[-1], mapped(layers[layers_k - 1]), s))
@@ -139,7 +133,7 @@ def main():
     if args.save_fitted:
         layers_k = args.tail_layers[0]
         fitted = TF2RNNModel.from_pretrained(args.student, tail_layers=layers_k).eval()
-        weight, bias = least_squares_adapter(model, tokenizer, fit, layers_k)
+        weight, bias = fits[layers_k]
         fitted.cell.tail_adapter.weight.copy_(weight)
         fitted.cell.tail_adapter.bias.copy_(bias)
         save_student(fitted, tokenizer, args.save_fitted)

@@ -339,15 +339,15 @@ def main(argv: Optional[List[str]] = None) -> dict:
         # Parts used only in one phase would stall DDP's gradient reduction in the other.
         training_args.ddp_find_unused_parameters = True
 
-    if getattr(model.config, "tail_layers", None) is not None and settings.prefix_unit == "char":
+    if k is not None and settings.prefix_unit == "char":
         raise ValueError("--tail_layers trains on token trajectories (its words start at WordPiece tokens); "
                          "drop --prefix_unit char.")
     if settings.prefix_unit == "char" and not byte_student:
         collator = KeystrokeCollator(tokenizer.pad_token_id, partials_per_text=training_args.partials_per_text,
                                      seed=training_args.seed)
     else:
-        collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id, continues_word=continuation_table(
-            tokenizer) if getattr(model.config, "tail_layers", None) is not None else None)
+        collator = TrajectoryCollator(pad_token_id=tokenizer.pad_token_id,
+                                      continues_word=continuation_table(tokenizer) if k is not None else None)
     trainer = DistillationTrainer(
         model=model, args=training_args, train_dataset=train_ds, eval_dataset=eval_ds, data_collator=collator,
         processing_class=tokenizer)

@@ -12,6 +12,7 @@ from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 
 from ..data.teacher import BUILT_IN, Teacher
 from ..models import TF2RNNConfig, TF2RNNModel, TF2RNNModelOutput
+from ..utils import pad_ids
 
 
 class TF2RNNForDistillation(TF2RNNModel):
@@ -304,8 +305,6 @@ def least_squares_adapter(model: TF2RNNModel, tokenizer, texts: Sequence[str], t
     runs them, by least squares ([H, H] weight, [H] bias; `ridge` times the mean input energy regularises it): the
     start of a `tail_layers` adapter. From the identity, 500 steps at lr 1e-4 left a four-layer student's second
     embedding at 0.866 all-prefix cosine; from this fit (0.875 untrained), 0.886 (docs/experiments.md, session 65)."""
-    from ..utils import pad_ids
-
     was_training = model.training
     model.eval()
     gram, cross = None, None

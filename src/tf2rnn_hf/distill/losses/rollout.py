@@ -47,6 +47,7 @@ class RolloutLoss(nn.Module):
 
     def forward(self, model: nn.Module, batch: Dict[str, torch.Tensor], restart_prob: float = 0.0):
         ids, mask, targets, tmask = (batch[k] for k in ("input_ids", "attention_mask", "targets", "target_mask"))
+        starts = None  # word starts: the tail_layers embedding's, read in the one-pass form below
         if "word_starts" in batch and self.tail_weight > 0 and (restart_prob > 0 or self.tbptt):
             raise ValueError("The tail_layers embedding trains in one pass from the empty state: not with scheduled "
                              "restarts or tbptt.")
@@ -69,11 +70,10 @@ class RolloutLoss(nn.Module):
             out = model(ids, attention_mask=mask, use_cache=False, output_steps=tmask > 0,
                         **({} if starts is None else {"word_starts": starts}))
             preds = out.last_hidden_state
-            if starts is not None:
-                weights = position_weights(tmask, mask, self.final_weight)
-                tail = weighted_mean(distance_fn(out.tail_hidden_state, targets, self.distance), weights)
-                self.last_tail = tail.detach()
-                return weighted_mean(distance_fn(preds, targets, self.distance), weights) + self.tail_weight * tail, \
-                    preds
         weights = position_weights(tmask, mask, self.final_weight)
-        return weighted_mean(distance_fn(preds, targets, self.distance), weights), preds
+        loss = weighted_mean(distance_fn(preds, targets, self.distance), weights)
+        if starts is not None:
+            tail = weighted_mean(distance_fn(out.tail_hidden_state, targets, self.distance), weights)
+            self.last_tail = tail.detach()
+            loss = loss + self.tail_weight * tail
+        return loss, preds

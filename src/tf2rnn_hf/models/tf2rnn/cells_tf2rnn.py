@@ -777,12 +777,13 @@ class TOVAAttentionCell(TF2RNNCell):
         """Weighted sum of the sink's and the top layer's outputs so far ([B, H]); the zero state has seen none."""
         return torch.where(count > 0, pooled * total, self.sink_output.to(pooled.dtype).expand_as(pooled))
 
-    def tail_pooled(self, outputs: List[torch.Tensor], valid: torch.Tensor, starts: torch.Tensor) -> torch.Tensor:
-        """[B, T, H]: the pooled output after each step of a chunk read from the empty state (`forward`'s layer
-        `outputs`, `valid` [B, T]) when the tokens of each step's current word, from `starts` [B, T] (the index of
-        the word's first token) to the step, pool their layer-`tail_layers` outputs through `tail_adapter` in place
-        of their top-layer ones (TF2RNNConfig.tail_layers). Earlier words pool as in `_pool`."""
-        top, typed = outputs[len(self.layers) - 1], self.tail_adapter(outputs[self.config.tail_layers - 1])
+    def tail_pooled(self, top: torch.Tensor, typed: torch.Tensor, valid: torch.Tensor, starts: torch.Tensor
+                    ) -> torch.Tensor:
+        """[B, T, H]: the pooled output after each step of a chunk read from the empty state (`valid` [B, T]) when
+        the tokens of each step's current word, from `starts` [B, T] (the index of the word's first token) to the
+        step, pool `typed` [B, T, H] in place of their top-layer outputs `top` (TF2RNNConfig.tail_layers: the
+        layer-`tail_layers` outputs through `tail_adapter`). Earlier words pool as in `_pool`; with typed = top,
+        this is `_pool`'s output."""
         b, t, h = top.shape
         steps = torch.arange(t, device=top.device)
         weights = (self._pool_weights((1 + steps[None]).to(top.dtype)) * valid.to(top.dtype))[..., None]  # _pool's

@@ -75,7 +75,8 @@ class TF2RNNConfig(PretrainedConfig):
             nearly every keystroke and only its end makes them final; a causal layer's output for a token does
             not depend on when it is computed, so the finished words come out exactly as now. The second
             embedding pools the finished words' top-layer outputs and the current word's outputs of layer
-            `tail_layers`, mapped by a learned linear `tail_adapter` (starting at the identity). `forward` returns
+            `tail_layers`, mapped by a learned linear `tail_adapter` (the identity in a fresh model; the distillation
+            recipe starts it at a least-squares fit). `forward` returns
             it as `tail_hidden_state` where given `word_starts`. Training only, for now: every step, stream and
             bulk encoding still runs every layer on every token (the full embedding).
         residual_token_mean (`bool`, defaults to `True`):

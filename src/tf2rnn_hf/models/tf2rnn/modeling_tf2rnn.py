@@ -375,7 +375,8 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
             # Each step's word begins at the last word start at or before it (a row's first token begins one).
             begins = (word_starts.gather(1, order) != 0) | (positions[None] == 0)
             starts = torch.cummax(torch.where(begins, positions[None], 0), 1).values
-            tail = embedding(self.cell.tail_pooled(outputs[:-1], valid, starts))
+            typed = self.cell.tail_adapter(outputs[self.config.tail_layers - 1])
+            tail = embedding(self.cell.tail_pooled(outputs[-2], typed, valid, starts))
 
         new_state = None
         if use_cache:
