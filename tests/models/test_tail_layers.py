@@ -147,3 +147,56 @@ def test_the_least_squares_adapter_is_the_least_squares_solution():
     ours = x @ weight.double().T + bias.double()
     assert (ours - ones @ solution).abs().max() < 1e-3 * y.abs().max()
     assert (ours - y).pow(2).mean() < 0.5 * (x - y).pow(2).mean()  # better than the identity it replaces
+
+
+def _deferred(model, ids, begins, state=None):
+    """Step one text's tokens with `step_deferred`: the second embedding after each ([T, O]) and the state."""
+    out = []
+    for t in range(ids.shape[1]):
+        emb, state = model.step_deferred(ids[:, t], state, begins_word=bool(begins[0, t]))
+        out.append(emb[0])
+    return torch.stack(out), state
+
+
+@pytest.mark.parametrize("slots", [5, 40])  # 5: the caches evict within the text
+@torch.no_grad()
+def test_a_deferred_keystroke_shows_the_second_embedding_and_a_committed_word_the_full_one(slots):
+    model = _tail_student(num_slots=slots).eval()
+    torch.manual_seed(2)
+    ids = torch.randint(2, 50, (1, 14))
+    begins = (torch.rand(1, 14) < 0.4).long()
+    begins[0, 0] = 1
+    reference = model(ids, word_starts=begins)
+    tails, state = _deferred(model, ids, begins)
+    assert (tails - reference.tail_hidden_state[0]).abs().max() < 1e-5
+    assert state.held_tokens == 14 - int(begins[0].nonzero().max())
+    full, committed = model.commit_word(state)
+    assert (full - reference.pooler_output).abs().max() < 1e-5
+    # The committed state is the model's own: stepping and forward go on from it as from forward's state.
+    more = torch.randint(2, 50, (1, 4))
+    again = model(more, past_state=committed).pooler_output
+    assert (again - model(more, past_state=reference.past_state).pooler_output).abs().max() < 1e-5
+    assert model.commit_word(committed)[1] is committed  # nothing held: unchanged
+
+
+@torch.no_grad()
+def test_deferred_states_batch_and_refuse_what_would_drop_the_held_word():
+    model = _tail_student().eval()
+    ids = torch.randint(2, 50, (2, 6))
+    begins = torch.tensor([[1, 0, 1, 0, 1, 0]] * 2)
+    _, batched = _deferred(model, ids, begins)
+    for row in range(2):
+        _, alone = _deferred(model, ids[row:row + 1], begins[:1])
+        assert (batched.index_select([row]).held_outputs - alone.held_outputs).abs().max() < 1e-6
+    with pytest.raises(ValueError, match="commit_word"):
+        model.step(ids[:, 0], batched)
+    with pytest.raises(ValueError, match="commit_word"):
+        model(ids, past_state=batched)
+    with pytest.raises(ValueError, match="commit_word"):
+        batched.reset([0])
+    shorter = _deferred(model, ids[:1, :5], begins[:1])[1]
+    with pytest.raises(ValueError, match="as many"):
+        type(batched).concat([batched.index_select([0]), shorter])
+    assert batched.reset().held_tokens == 0
+    with pytest.raises(ValueError, match="config.tail_layers"):
+        tiny_model("tova_attention").step_deferred(ids[:, 0])

@@ -1025,13 +1025,19 @@ class TOVAAttentionCell(TF2RNNCell):
     def _step_all(self, inputs, state):
         if self.open > 1:
             return self._step_open(inputs, state)
-        count, pooled = state[-2], state[-1]
-        x = self._embed(inputs[:, None], count + 1)
+        x = self._embed(inputs[:, None], state[-2] + 1)
+        outputs, entries = self._step_layers(x, state, range(len(self.layers)))
+        output, pooled = self._step_pool(outputs[-1], state)
+        return outputs + [output], tuple(entries) + pooled
+
+    def _step_layers(self, x: torch.Tensor, state: State, layers: range) -> Tuple[List[torch.Tensor], list]:
+        """One causal step of x [B, 1, H] through `layers` (consecutive indices): each layer's output [B, H] and its
+        new keys, values and fill, in order."""
         outputs, new_state = [], []
-        for i, layer in enumerate(self.layers):
+        for i in layers:
             keys, values, fill = state[3 * i: 3 * i + 3]
             allowed = torch.cat([fill.bool(), fill.new_ones(fill.shape[0], 1, dtype=torch.bool)], -1)[:, None]
-            x, k, v, weights = layer.attend(x, keys, values, allowed)
+            x, k, v, weights = self.layers[i].attend(x, keys, values, allowed)
             outputs.append(x[:, 0])
             # TOVA: a full cache drops the slot the current query weighs least (averaged over heads).
             used = fill.sum(-1)
@@ -1040,15 +1046,50 @@ class TOVAAttentionCell(TF2RNNCell):
             chosen = F.one_hot(target, self.slots).bool()
             new_state += [torch.where(chosen[..., None], k, keys), torch.where(chosen[..., None], v, values),
                           torch.where(chosen, torch.ones((), dtype=fill.dtype), fill)]
+        return outputs, new_state
+
+    def _step_pool(self, top: torch.Tensor, state: State) -> Tuple[torch.Tensor, tuple]:
+        """The running (weighted) mean after one more top-layer output `top` [B, H]: (the cell's output [B, H], the
+        state's entries after the layers': the pooling's, [total,] count, mean)."""
+        count, pooled = state[-2], state[-1]
         total, weight = self._pooled_total(count, state), self._pool_weights(count + 1)
-        mean = (self._pooled_sum(count, pooled, total) + weight * x[:, 0]) / (total + weight)
-        output, pooling_state = self._pooled_output(x, x.new_ones(x.shape[:2], dtype=torch.bool), mean[:, None],
-                                                    state)
-        outputs.append(output[:, 0])
-        new_state += pooling_state
+        mean = (self._pooled_sum(count, pooled, total) + weight * top) / (total + weight)
+        output, pooling_state = self._pooled_output(top[:, None], top.new_ones(top.shape[0], 1, dtype=torch.bool),
+                                                    mean[:, None], state)
+        new_state = list(pooling_state)
         if self.pooling_exponent is not None:
             new_state.append(total + weight)
-        return outputs, tuple(new_state) + (count + 1, mean)
+        return output[:, 0], tuple(new_state) + (count + 1, mean)
+
+    def step_lower(self, inputs: torch.Tensor, state: State, held: int) -> Tuple[torch.Tensor, State]:
+        """`tail_layers`: one token of the current word ([B, H] input vectors) through the lower `tail_layers` layers
+        only, after the word's `held` earlier tokens (which the upper layers have not read, so `state`'s count leaves
+        them out). Returns its layer-`tail_layers` output [B, H] and the state with the lower layers' caches stepped;
+        the upper layers' and the pooling's are unchanged."""
+        k = self.config.tail_layers
+        x = self._embed(inputs[:, None], state[-2] + 1 + held)
+        outputs, entries = self._step_layers(x, state, range(k))
+        return outputs[-1], tuple(entries) + tuple(state[3 * k:])
+
+    def step_upper(self, held: torch.Tensor, state: State) -> State:
+        """`tail_layers`: a finished word's held layer-`tail_layers` outputs ([B, P, H], in order) through the upper
+        layers and into the pooled mean, token by token as `_step_all` runs them (a causal layer's output for a
+        token does not depend on when it is computed)."""
+        k = self.config.tail_layers
+        for j in range(held.shape[1]):
+            outputs, entries = self._step_layers(held[:, j:j + 1], state, range(k, len(self.layers)))
+            _, pooled = self._step_pool(outputs[-1], state)
+            state = tuple(state[:3 * k]) + tuple(entries) + pooled
+        return state
+
+    def held_pooled(self, held: torch.Tensor, state: State) -> torch.Tensor:
+        """`tail_layers`: the output [B, H] with the current word's held layer-`tail_layers` outputs ([B, P, H])
+        through `tail_adapter` in place of their top-layer outputs (`tail_pooled` at one step)."""
+        count, pooled = state[-2], state[-1]
+        total = self._pooled_total(count, state)
+        weights = self._pool_weights(count + 1 + torch.arange(held.shape[1], device=held.device)[None])  # [B, P]
+        typed = (self.tail_adapter(held) * weights[..., None]).sum(1)
+        return (self._pooled_sum(count, pooled, total) + typed) / (total + weights.sum(1, keepdim=True))
 
     def step(self, inputs, state):
         outputs, state = self._step_all(inputs, state)

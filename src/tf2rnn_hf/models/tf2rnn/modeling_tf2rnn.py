@@ -24,14 +24,18 @@ class TF2RNNState:
     Holds the cell's tensors, the running sum of token vectors and count of real steps (for the
     mean-pooling readout), and the embedding after each row's last real step. Every tensor is
     batch-first, so rows can be selected, reordered or concatenated for batched streams.
+
+    A `tail_layers` student stepped by `TF2RNNModel.step_deferred` also holds `held_outputs` [B, P, H]: the current
+    word's P tokens as the lower layers wrote them, which the upper layers have not read yet (None: no word held).
     """
 
     def __init__(self, cell_state: Sequence[torch.Tensor], token_sum: torch.Tensor, seen_tokens: torch.Tensor,
-                 last_embedding: torch.Tensor):
+                 last_embedding: torch.Tensor, held_outputs: Optional[torch.Tensor] = None):
         self.cell_state = tuple(cell_state)
         self.token_sum = token_sum
         self.seen_tokens = seen_tokens
         self.last_embedding = last_embedding
+        self.held_outputs = held_outputs
 
     def _tensors(self) -> Tuple[torch.Tensor, ...]:
         return (*self.cell_state, self.token_sum, self.seen_tokens, self.last_embedding)
@@ -41,7 +45,15 @@ class TF2RNNState:
         return cls(tensors[:-3], *tensors[-3:])
 
     def _map(self, fn) -> "TF2RNNState":
-        return self._from_tensors([fn(t) for t in self._tensors()])
+        state = self._from_tensors([fn(t) for t in self._tensors()])
+        state.held_outputs = None if self.held_outputs is None else fn(self.held_outputs)
+        return state
+
+    @property
+    def held_tokens(self) -> int:
+        """How many tokens of the current word the upper layers have not read (`step_deferred`): 0 for any other
+        state."""
+        return 0 if self.held_outputs is None else self.held_outputs.shape[1]
 
     @property
     def batch_size(self) -> int:
@@ -57,7 +69,8 @@ class TF2RNNState:
 
     def nbytes(self) -> int:
         """Bytes held by this state (all rows)."""
-        return sum(t.numel() * t.element_size() for t in self._tensors())
+        held = () if self.held_outputs is None else (self.held_outputs,)
+        return sum(t.numel() * t.element_size() for t in (*self._tensors(), *held))
 
     def index_select(self, indices: Union[torch.Tensor, Sequence[int]]) -> "TF2RNNState":
         """The rows at `indices`, in that order (select, drop or reorder streams)."""
@@ -67,8 +80,15 @@ class TF2RNNState:
 
     @classmethod
     def concat(cls, states: Sequence["TF2RNNState"]) -> "TF2RNNState":
-        """Stack the rows of several states into one batch."""
-        return cls._from_tensors([torch.cat(ts, 0) for ts in zip(*(s._tensors() for s in states))])
+        """Stack the rows of several states into one batch (each holding the same number of a word's tokens)."""
+        held = {s.held_tokens for s in states}
+        if len(held) > 1:
+            raise ValueError(f"These states hold {sorted(held)} tokens of a word the upper layers have not read "
+                             "(step_deferred): only states holding as many stack; commit_word each first.")
+        state = cls._from_tensors([torch.cat(ts, 0) for ts in zip(*(s._tensors() for s in states))])
+        if held != {0}:
+            state.held_outputs = torch.cat([s.held_outputs for s in states], 0)
+        return state
 
     def to(self, device=None, dtype=None) -> "TF2RNNState":
         """Move to `device`; cast floating tensors to `dtype` (the step counts stay integers)."""
@@ -84,7 +104,12 @@ class TF2RNNState:
     def reset(self, rows: Optional[Union[torch.Tensor, Sequence[int]]] = None) -> "TF2RNNState":
         """A copy with `rows` (default: all) back at the initial state, i.e. an empty text."""
         if rows is None:
-            return self._map(torch.zeros_like)
+            state = self._map(torch.zeros_like)
+            state.held_outputs = None
+            return state
+        if self.held_tokens:
+            raise ValueError("reset(rows) of a state holding a word's tokens (step_deferred) would keep them in the "
+                             "other rows only: commit_word first, or reset every row.")
         keep = torch.ones(self.batch_size, dtype=torch.bool, device=self.device)
         keep[torch.as_tensor(rows, dtype=torch.long, device=self.device)] = False
         return self._map(lambda t: t * keep.view(-1, *([1] * (t.dim() - 1))).to(t.dtype))
@@ -215,7 +240,7 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         )
 
     def _check_inputs(self, input_ids: torch.Tensor, past_state: Optional[TF2RNNState],
-                      attention_mask: Optional[torch.Tensor] = None) -> None:
+                      attention_mask: Optional[torch.Tensor] = None, deferred: bool = False) -> None:
         if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.long, torch.int, torch.int16,
                                                                                torch.int8, torch.uint8):
             raise TypeError(f"input_ids must be an integer tensor, got {getattr(input_ids, 'dtype', type(input_ids))}.")
@@ -252,6 +277,9 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         if past_state.device != weight.device:
             raise ValueError(f"past_state is on device {past_state.device} but the model is on {weight.device}; "
                              "use past_state.to(model.device).")
+        if past_state.held_tokens and not deferred:
+            raise ValueError(f"past_state holds {past_state.held_tokens} tokens of a word that only the lower layers "
+                             "have read (step_deferred): run model.commit_word(past_state) first.")
         got = [tuple(t.shape[1:]) for t in past_state._tensors()]
         if got != self._state_row_shapes():
             raise ValueError(f"past_state does not fit this model: its tensors have row shapes {got}, the model's "
@@ -415,14 +443,52 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         state = past_state if past_state is not None else self.init_state(input_ids.shape[0])
         vec = self.embeddings(input_ids)
         out, cell_state = self.cell.step(self.dropout(vec) if self.training else vec, state.cell_state)
-        raw = self.readout(out)
         seen = state.seen_tokens + 1
-        token_sum = state.token_sum
-        if self.config.residual_token_mean:
-            token_sum = token_sum + vec
-            raw = raw + token_sum / seen[:, None]  # float / long stays float
-        emb = F.normalize(raw, dim=-1)
+        token_sum = state.token_sum + vec if self.config.residual_token_mean else state.token_sum
+        emb = self._readout(out, token_sum, seen)
         return emb, TF2RNNState(cell_state, token_sum, seen, emb)
+
+    def step_deferred(self, input_ids: torch.LongTensor, past_state: Optional[TF2RNNState] = None,
+                      begins_word: bool = True) -> Tuple[torch.Tensor, TF2RNNState]:
+        """A keystroke of a `config.tail_layers` student: one token per row through the lower `tail_layers` layers
+        only. `begins_word`: the token starts a word (not a WordPiece "##" continuation), so the word held so far is
+        final and first runs through the upper layers (`commit_word`). Returns the second embedding (forward's
+        `tail_hidden_state` at this step) and the state, which holds the current word's tokens for the upper layers;
+        `commit_word` gives the full embedding. Every row holds as many tokens (one word boundary for all)."""
+        if self.config.tail_layers is None:
+            raise ValueError("step_deferred steps a student with config.tail_layers; this one has none: use step.")
+        if not isinstance(input_ids, torch.Tensor):
+            raise TypeError(f"input_ids must be an integer tensor of one id per row, got {type(input_ids).__name__}.")
+        input_ids = input_ids.reshape(-1)
+        self._check_inputs(input_ids[:, None], past_state, deferred=True)
+        state = past_state if past_state is not None else self.init_state(input_ids.shape[0])
+        if begins_word and state.held_tokens:
+            state = self.commit_word(state)[1]
+        vec = self.embeddings(input_ids)
+        lower, cell_state = self.cell.step_lower(vec, state.cell_state, state.held_tokens)
+        held = lower[:, None] if state.held_outputs is None else torch.cat([state.held_outputs, lower[:, None]], 1)
+        token_sum = state.token_sum + vec if self.config.residual_token_mean else state.token_sum
+        seen = state.seen_tokens + 1
+        emb = self._readout(self.cell.held_pooled(held, cell_state), token_sum, seen)
+        return emb, TF2RNNState(cell_state, token_sum, seen, emb, held)
+
+    def commit_word(self, past_state: TF2RNNState) -> Tuple[torch.Tensor, TF2RNNState]:
+        """Run the word a `step_deferred` state holds through the upper layers: (the full embedding, as `step` would
+        have given after the same tokens; the state, holding no word). A state holding none is returned as it is."""
+        if not isinstance(past_state, TF2RNNState):
+            raise TypeError(f"past_state must be a TF2RNNState, got {type(past_state).__name__}.")
+        if not past_state.held_tokens:
+            return past_state.last_embedding, past_state
+        cell_state = self.cell.step_upper(past_state.held_outputs, past_state.cell_state)
+        emb = self._readout(cell_state[-1], past_state.token_sum, past_state.seen_tokens)
+        return emb, TF2RNNState(cell_state, past_state.token_sum, past_state.seen_tokens, emb)
+
+    def _readout(self, cell_output: torch.Tensor, token_sum: torch.Tensor, seen: torch.Tensor) -> torch.Tensor:
+        """The embedding from the cell's output [B, H], the token sum and the tokens seen (`step_reference`'s)."""
+        raw = self.readout(cell_output)
+        if self.config.residual_token_mean:
+            raw = raw + token_sum / seen[:, None]  # float / long stays float
+        return F.normalize(raw, dim=-1)
 
     def check_savable(self) -> None:
         """Refuse, before anything is written, a model that `save_pretrained` cannot save whole (int8)."""
