@@ -22,7 +22,12 @@ from tf2rnn_hf.inference.kernels import (
     pack_int4,
     quantize_rows4,
 )
-from tf2rnn_hf.inference.kernels.naive import int8_gru_step, int8_tova_step
+from tf2rnn_hf.inference.kernels.naive import (
+    int8_gru_step,
+    int8_tova_commit,
+    int8_tova_step,
+    int8_tova_step_deferred,
+)
 from tf2rnn_hf.inference.quantization import quantize_int8
 from tf2rnn_hf.inference.streaming import StreamingEncoder
 
@@ -82,7 +87,8 @@ def _tova(hidden: int, residual: bool, slots: int = 6, seed: int = 0, **override
     torch.manual_seed(seed)
     config = TF2RNNConfig(vocab_size=300, embedding_size=hidden, output_size=overrides.pop("output_size", 48),
                           hidden_size=hidden,
-                          cell_type="tova_attention", num_hidden_layers=2, num_attention_heads=4,
+                          cell_type="tova_attention", num_hidden_layers=overrides.pop("num_hidden_layers", 2),
+                          num_attention_heads=4,
                           intermediate_size=2 * hidden, num_slots=slots, max_position_embeddings=32,
                           residual_token_mean=residual, **overrides)
     if residual:
@@ -132,6 +138,44 @@ def _follows_the_int8_arithmetic_and_the_fp32_model(model: TF2RNNModel, step: In
     assert torch.equal(ours.cell_state[-2], theirs.cell_state[-2])
     assert int(ours.cell_state[-2]) == 40 // open_tokens * open_tokens  # tokens committed to the cache
     assert (ours.last_embedding.norm() - 1).abs() <= 1e-5
+
+
+# 40 tokens overflow the 6-slot caches; the second pools a position-weighted mean over the residual, the third defers
+# two layers of three.
+@pytest.mark.parametrize("hidden,residual,exponent,layers,tail", [
+    (128, False, None, 2, 1), (100, True, 1.3, 2, 1), (128, False, 1.3, 3, 2)])
+@torch.no_grad()
+def test_deferred_keystrokes_and_commits_are_the_int8_arithmetic_and_follow_the_fp32_model(hidden, residual, exponent,
+                                                                                          layers, tail):
+    model = _tova(hidden, residual, pooling_position_exponent=exponent, num_hidden_layers=layers, tail_layers=tail,
+                  **({} if residual else {"output_size": 44}))
+    if exponent is not None:
+        model.cell.pooling_exponent.fill_(exponent)
+    step = Int8TOVAStep(model)
+    ours, theirs, fp32 = model.init_state(1), model.init_state(1), model.init_state(1)
+    g = torch.Generator().manual_seed(0)
+    for t, token in enumerate(torch.randint(0, 300, (40,), generator=g).tolist()):
+        begins = t == 0 or bool(torch.rand(1, generator=g) < 0.5)
+        before = [x.clone() for x in ours._tensors()]
+        e_ours, new = step.step_deferred(token, ours, begins)
+        assert all(torch.equal(a, b) for a, b in zip(before, ours._tensors()))  # earlier states stay valid
+        e_expected, expected = int8_tova_step_deferred(model, token, theirs, begins)
+        assert (e_ours - e_expected).abs().max() <= 1e-4
+        assert (new.held_outputs - expected.held_outputs).abs().max() <= 1e-4
+        e_fp32, fp32 = model.step_deferred(torch.tensor([token]), fp32, begins)
+        assert torch.nn.functional.cosine_similarity(e_ours, e_fp32).item() >= 0.99  # int8 noise vs fp32
+        ours, theirs = new, expected
+    assert ours.held_tokens >= 1
+    full, committed = step.commit_word(ours)
+    full_expected, committed_expected = int8_tova_commit(model, theirs)
+    assert (full - full_expected).abs().max() <= 1e-4
+    assert all((a - b).abs().max() <= 1e-4 for a, b in zip(committed._tensors(), committed_expected._tensors())
+               if a.numel())
+    assert committed.held_tokens == 0 and int(committed.cell_state[-2]) == 40
+    # The model dispatches a single row to the kernel it carries.
+    model.step_kernel = step
+    assert torch.equal(model.step_deferred(torch.tensor([5]), committed)[0], step.step_deferred(5, committed)[0])
+    assert torch.equal(model.commit_word(ours)[0], full)
 
 
 def _on_int4_grid(model: TF2RNNModel, readout: bool = True) -> TF2RNNModel:

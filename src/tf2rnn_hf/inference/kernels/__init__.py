@@ -105,6 +105,12 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_tova_step_many.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32] + [ctypes.c_void_p] * 10
     lib.tf2rnn_int4_products.restype = ctypes.c_int
     lib.tf2rnn_int4_products.argtypes = []
+    lib.tf2rnn_tova_step_deferred.restype = None
+    lib.tf2rnn_tova_step_deferred.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32,
+                                              ctypes.c_int32] + [ctypes.c_void_p] * 9
+    lib.tf2rnn_tova_commit.restype = None
+    lib.tf2rnn_tova_commit.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32, ctypes.c_int32] + [
+        ctypes.c_void_p] * 6
     lib.tf2rnn_tova_restore.restype = None
     lib.tf2rnn_tova_restore.argtypes = [ctypes.c_void_p] + [ctypes.c_int32] * 4 + [ctypes.c_void_p] * 2
     return lib
@@ -332,6 +338,9 @@ class Int8TOVAStep(_FusedStep):
         self._record_head = self._record_tsum + (self.output_size if self.residual else 0)
         self._small_bytes = [4 * o for o in self._record_offsets]
         self._layouts = {}
+        self.tail_layers = config.tail_layers
+        if self.tail_layers is not None:  # the adapter, fp32 and transposed (tf2rnn_tova_step_deferred)
+            self._adapter = (_fp32(cell.tail_adapter.weight.T), _fp32(cell.tail_adapter.bias))
 
     def __call__(self, input_ids, state: TF2RNNState):
         """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
@@ -347,6 +356,50 @@ class Int8TOVAStep(_FusedStep):
                      self._pointers(*(t.data_ptr() for t in new)), None, None, None,
                      tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb)
+
+    def step_deferred(self, input_ids, state: TF2RNNState, begins_word: bool = True):
+        """`TF2RNNModel.step_deferred` at batch 1 in one native call (two where `begins_word` first commits the word
+        held): (the second embedding [1, O], the new state). The new state's lower layers are new tensors; the upper
+        layers' and the pooling's are `state`'s own, which stays unchanged."""
+        if self.tail_layers is None:
+            raise ValueError("step_deferred steps a student with config.tail_layers; this one has none.")
+        token_id = self._token(input_ids)
+        if begins_word and state.held_tokens:
+            state = self.commit_word(state)[1]
+        k, held_n = self.tail_layers, state.held_tokens
+        old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
+        new = [torch.empty((1, *shape)) if i < 3 * k else t for i, (shape, t) in enumerate(zip(self._shapes, old))]
+        held = torch.empty(1, held_n + 1, self.hidden_size)
+        if held_n:
+            held[:, :held_n] = state.held_outputs
+        tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
+        token_sum = torch.empty(1, self.output_size) if self.residual else tsum
+        emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
+        _follow_torch_threads(self.lib)
+        self.lib.tf2rnn_tova_step_deferred(
+            self._params_ref, token_id, k, held_n, held.data_ptr(), self._adapter[0].data_ptr(),
+            self._adapter[1].data_ptr(), self._pointers(*(t.data_ptr() for t in old)),
+            self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(),
+            emb.data_ptr())
+        return emb, TF2RNNState(tuple(new), token_sum, seen, emb, held)
+
+    def commit_word(self, state: TF2RNNState):
+        """`TF2RNNModel.commit_word` at batch 1 in one native call: (the full embedding [1, O], the state holding no
+        word, whose lower layers are `state`'s own tensors)."""
+        if not state.held_tokens:
+            return state.last_embedding, state
+        k = 3 * self.tail_layers
+        old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
+        new = [t if i < k else torch.empty((1, *shape)) for i, (shape, t) in enumerate(zip(self._shapes, old))]
+        held = state.held_outputs.contiguous()
+        tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
+        emb = torch.empty(1, self.output_size)
+        _follow_torch_threads(self.lib)
+        self.lib.tf2rnn_tova_commit(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
+                                    self._pointers(*(t.data_ptr() for t in old)),
+                                    self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(),
+                                    state.seen_tokens.data_ptr(), emb.data_ptr())
+        return emb, TF2RNNState(tuple(new), state.token_sum, state.seen_tokens, emb)
 
     def rows_written(self, held: int) -> int:
         """Rows a layer the next step commits from a state holding `held` open tokens: one (causal), the block

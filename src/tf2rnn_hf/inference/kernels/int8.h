@@ -341,7 +341,8 @@ static void gemv(const int8_t *w, const uint8_t *w4, const float *s, const int32
 }
 
 /* The model's tail after the cell: emb = normalize(readout(h) [+ running token mean]). `q` holds >= H
- * bytes; tsum_out gets tsum + tok (used with `residual`), `seen` counts tokens including this one. */
+ * bytes; tsum_out gets tsum + tok (used with `residual`; tok NULL: tsum is complete, tsum_out unwritten), `seen`
+ * counts tokens including this one. */
 static void readout_normalize(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum,
                               const float *b, const float *h, int H, int O, int residual, const float *tok,
                               const float *tsum, const int64_t *seen, float *tsum_out, uint8_t *q, float *emb) {
@@ -350,8 +351,8 @@ static void readout_normalize(const int8_t *w, const uint8_t *w4, const float *s
     if (residual) {
         float inv_seen = 1.f / (float)(*seen);
         for (int k = 0; k < O; ++k) {
-            tsum_out[k] = tsum[k] + tok[k];
-            emb[k] += tsum_out[k] * inv_seen;
+            if (tok) tsum_out[k] = tsum[k] + tok[k];
+            emb[k] += (tok ? tsum_out[k] : tsum[k]) * inv_seen;
         }
     }
     float norm = 0.f;

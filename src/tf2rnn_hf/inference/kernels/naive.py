@@ -59,3 +59,19 @@ def int8_tova_step(model: TF2RNNModel, token: int, state: TF2RNNState) -> Tuple[
     arithmetic: the model's own step with its linear layers in int8."""
     with int8_linears(model):
         return model.step_reference(torch.tensor([token]), state)
+
+
+@torch.no_grad()
+def int8_tova_step_deferred(model: TF2RNNModel, token: int, state: TF2RNNState, begins_word: bool = True
+                            ) -> Tuple[torch.Tensor, TF2RNNState]:
+    """`tf2rnn_tova_step_deferred`'s arithmetic: the model's `step_deferred_reference` with its linear layers in int8
+    (the adapter stays fp32, as in the kernel)."""
+    with int8_linears(model):
+        return model.step_deferred_reference(torch.tensor([token]), state, begins_word)
+
+
+@torch.no_grad()
+def int8_tova_commit(model: TF2RNNModel, state: TF2RNNState) -> Tuple[torch.Tensor, TF2RNNState]:
+    """`tf2rnn_tova_commit`'s arithmetic: the model's `commit_word_reference` with its linear layers in int8."""
+    with int8_linears(model):
+        return model.commit_word_reference(state)

@@ -352,32 +352,31 @@ static void finish_layer(const tf2rnn_tova_params *p, int two, int l, int n, flo
     add_norm(x, tmp, n, H, p->norm2_w + l * H, p->norm2_b + l * H, p->eps);
 }
 
-/* The causal step of n <= TF2RNN_CHUNK streams at once, each over its own state (in[j], out[j], ...: the arguments of
- * tf2rnn_tova_step per stream). The products run once over all n tokens, so each weight block is read once per
- * chunk rather than once per stream; each stream's attention, eviction and writes are its own. Per stream the
- * arithmetic is the one-stream step's: the same bits whatever n. */
-#define TF2RNN_CHUNK 8
-static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const int64_t *tokens,
-                            float *const *const *in, float *const *const *out, float *const *rows,
-                            int32_t *const *slots, float *const *replaced, const float *const *tsum,
-                            const int64_t *const *seen, float *const *tsum_out, float *const *emb) {
-    const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads;
-    const float scale = 1.f / sqrtf((float)D);
-    const int tail = 3 * p->L + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
-    float x[n * H], qkv[n * 3 * H], mixed[n * H], tmp[n * H], up[n * I], w[heads * (S + 2)], sx[n];
-    const float *kp[S + 2], *vp[S + 2];
-    int slot_of[S + 2];
-    uint8_t q[n * (I > H ? I : H)];
-
+/* Token + position embedding of n tokens into x [n, H] (position pos[j], clamped to the table). */
+static void tova_embed(const tf2rnn_tova_params *p, int n, const int64_t *tokens, const long *pos, float *x) {
+    const int H = p->H;
     for (int j = 0; j < n; ++j) {
-        long pos = (long)in[j][tail][0] + 1;
-        if (pos > p->P - 1) pos = p->P - 1;
-        const float *tok = p->table + tokens[j] * H, *posv = p->position + pos * H;
+        const long at = pos[j] > p->P - 1 ? p->P - 1 : pos[j];
+        const float *tok = p->table + tokens[j] * H, *posv = p->position + at * H;
         float *xj = x + (int64_t)j * H;
         for (int k = 0; k < H; ++k) xj[k] = tok[k] + posv[k] + p->emb_bias[k];
         layer_norm(xj, p->emb_norm_w, p->emb_norm_b, H, p->eps);
     }
-    for (int l = 0; l < p->L; ++l) {
+}
+
+/* Layers l0 <= l < l1 of one causal step of n streams, in place on their inputs x [n, H] (each stream's state
+ * in[j], out[j], rows[j], ...: tf2rnn_tova_step's arguments, indexed by absolute layer). */
+static void tova_layers(const tf2rnn_tova_params *p, int two, int n, int l0, int l1, float *x,
+                        float *const *const *in, float *const *const *out, float *const *rows,
+                        int32_t *const *slots, float *const *replaced) {
+    const int H = p->H, S = p->S, I = p->I, heads = p->heads, D = H / heads;
+    const float scale = 1.f / sqrtf((float)D);
+    float qkv[n * 3 * H], mixed[n * H], tmp[n * H], up[n * I], w[heads * (S + 2)], sx[n];
+    const float *kp[S + 2], *vp[S + 2];
+    int slot_of[S + 2];
+    uint8_t q[n * (I > H ? I : H)];
+
+    for (int l = l0; l < l1; ++l) {
         const int64_t HH = (int64_t)H * H;
         for (int j = 0; j < n; ++j) sx[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
         gemv_split(two, p->w_qkv + 3 * l * HH, TF2RNN_W4(p, qkv, 3 * l * HH), p->s_qkv + 3 * l * H,
@@ -441,7 +440,16 @@ static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const i
         }
         finish_layer(p, two, l, n, x, mixed, q, tmp, up);
     }
+}
 
+/* The running (weighted) mean after n streams' top-layer outputs x [n, H], then the readout: each stream's
+ * embedding. tok[j]: the token vector added to the running token sum (NULL: none, the sum is complete). */
+static void tova_pool(const tf2rnn_tova_params *p, int n, const float *x, const float *const *tok,
+                      float *const *const *in, float *const *const *out, const float *const *tsum,
+                      const int64_t *const *seen, float *const *tsum_out, float *const *emb) {
+    const int H = p->H, I = p->I, O = p->O;
+    const int tail = 3 * p->L + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
+    uint8_t q[I > H ? I : H];
     for (int j = 0; j < n; ++j) {
         /* Running (weighted) mean of the top layer with the sink's output (the zero state has seen nothing; the
          * sink weighs 1). */
@@ -456,8 +464,30 @@ static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const i
         if (p->weighted) out[j][3 * p->L][0] = total + weight;
         out[j][tail][0] = count + 1.f;
         readout_normalize(p->w_o, p->w4_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual,
-                          p->table + tokens[j] * H, tsum[j], seen[j], tsum_out[j], q, emb[j]);
+                          tok == NULL ? NULL : tok[j], tsum[j], seen[j], tsum_out[j], q, emb[j]);
     }
+}
+
+/* The causal step of n <= TF2RNN_CHUNK streams at once, each over its own state (in[j], out[j], ...: the arguments of
+ * tf2rnn_tova_step per stream). The products run once over all n tokens, so each weight block is read once per
+ * chunk rather than once per stream; each stream's attention, eviction and writes are its own. Per stream the
+ * arithmetic is the one-stream step's: the same bits whatever n. */
+#define TF2RNN_CHUNK 8
+static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const int64_t *tokens,
+                            float *const *const *in, float *const *const *out, float *const *rows,
+                            int32_t *const *slots, float *const *replaced, const float *const *tsum,
+                            const int64_t *const *seen, float *const *tsum_out, float *const *emb) {
+    const int H = p->H, tail = 3 * p->L + (p->weighted ? 1 : 0);
+    float x[n * H];
+    long pos[n];
+    const float *tok[n];
+    for (int j = 0; j < n; ++j) {
+        pos[j] = (long)in[j][tail][0] + 1;
+        tok[j] = p->table + tokens[j] * H;
+    }
+    tova_embed(p, n, tokens, pos, x);
+    tova_layers(p, two, n, 0, p->L, x, in, out, rows, slots, replaced);
+    tova_pool(p, n, x, tok, in, out, tsum, seen, tsum_out, emb);
 }
 
 /* One causal keystroke. tsum/seen: the model's running token sum and tokens seen including this one (used with
@@ -481,6 +511,68 @@ void tf2rnn_tova_step_many(const tf2rnn_tova_params *p, int32_t n, const int64_t
         const int m = n - j < TF2RNN_CHUNK ? n - j : TF2RNN_CHUNK;
         tova_step_chunk(p, two, m, tokens + j, in + j, out + j, rows + j, slots + j, replaced + j, tsum + j,
                         seen + j, tsum_out + j, emb + j);
+    }
+    pool_release(two);
+}
+
+/* `tail_layers` (TOVAAttentionCell.step_lower, then held_pooled): one token of the current word through layers
+ * [0, K) only, at position count + 1 + held_n (count: the tokens the upper layers have read); its layer-K output is
+ * written to held + held_n * H (held [held_n + 1, H]: the word's earlier tokens first), then the embedding with the
+ * word's tokens through the adapter in place of their top-layer outputs. The adapter is fp32 (`adapter_t` its weight
+ * transposed, [H_in, H_out], and `adapter_b` [H]), applied once to the tokens' weighted sum (it is linear).
+ * `out`'s lower layers' entries are written; the rest of the state is read from `in` and not written. */
+void tf2rnn_tova_step_deferred(const tf2rnn_tova_params *p, int64_t token, int32_t K, int32_t held_n, float *held,
+                               const float *adapter_t, const float *adapter_b, float *const *in, float *const *out,
+                               const float *tsum, const int64_t *seen, float *tsum_out, float *emb) {
+    const int H = p->H, I = p->I, tail = 3 * p->L + (p->weighted ? 1 : 0);
+    float *no_rows = NULL, *no_replaced = NULL, x[H], u[H], y[H];
+    int32_t *no_slots = NULL;
+    uint8_t q[I > H ? I : H];
+    const float count = in[tail][0], *pooled = in[tail + 1];
+    const long pos = (long)count + 1 + held_n;
+    const int two = pool_claim();
+    tova_embed(p, 1, &token, &pos, x);
+    tova_layers(p, two, 1, 0, K, x, &in, &out, &no_rows, &no_slots, &no_replaced);
+    pool_release(two);
+    memcpy(held + (int64_t)held_n * H, x, sizeof(float) * H);
+    /* The word's tokens, step n weighing (n + 1) ** pool_exp as in the pooled mean (tova_pool). */
+    float wsum = 0.f;
+    for (int k = 0; k < H; ++k) u[k] = 0.f;
+    for (int j = 0; j <= held_n; ++j) {
+        const float wj = p->weighted ? powf(count + 2.f + (float)j, p->pool_exp) : 1.f;
+        const float *hj = held + (int64_t)j * H;
+        for (int k = 0; k < H; ++k) u[k] += wj * hj[k];
+        wsum += wj;
+    }
+    for (int k = 0; k < H; ++k) y[k] = wsum * adapter_b[k];
+    for (int j = 0; j < H; ++j) {  /* y += A u, column by column of A (rows of its transpose): no reduction */
+        const float *col = adapter_t + (int64_t)j * H, uj = u[j];
+        for (int k = 0; k < H; ++k) y[k] += col[k] * uj;
+    }
+    const float total = count > 0.f ? (p->weighted ? in[3 * p->L][0] : count + 1.f) : 1.f;
+    for (int k = 0; k < H; ++k) {
+        const float sum = count > 0.f ? pooled[k] * total : p->sink_output[k];
+        u[k] = (sum + y[k]) / (total + wsum);
+    }
+    readout_normalize(p->w_o, p->w4_o, p->s_o, p->r_o, p->b_o, u, H, p->O, p->residual, p->table + token * H, tsum,
+                      seen, tsum_out, q, emb);
+}
+
+/* `tail_layers` (TOVAAttentionCell.step_upper): a finished word's n held layer-K outputs (held [n, H]) through layers
+ * [K, L) and into the pooled mean, token by token, then the embedding (the token sum `tsum` already holds the word).
+ * `out`'s upper layers' and pooling's entries are written, from `in`'s; the lower layers' are neither. */
+void tf2rnn_tova_commit(const tf2rnn_tova_params *p, int32_t K, int32_t n, const float *held, float *const *in,
+                        float *const *out, const float *tsum, const int64_t *seen, float *emb) {
+    const int H = p->H;
+    float *no_rows = NULL, *no_replaced = NULL, x[H];
+    int32_t *no_slots = NULL;
+    float *no_tsum_out = NULL;
+    const int two = pool_claim();
+    for (int j = 0; j < n; ++j) {
+        float *const *from = j ? out : in;  /* then in place on the new state */
+        memcpy(x, held + (int64_t)j * H, sizeof(float) * H);
+        tova_layers(p, two, 1, K, p->L, x, &from, &out, &no_rows, &no_slots, &no_replaced);
+        tova_pool(p, 1, x, NULL, &from, &out, &tsum, &seen, &no_tsum_out, &emb);
     }
     pool_release(two);
 }

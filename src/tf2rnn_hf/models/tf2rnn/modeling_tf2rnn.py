@@ -462,8 +462,15 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         input_ids = input_ids.reshape(-1)
         self._check_inputs(input_ids[:, None], past_state, deferred=True)
         state = past_state if past_state is not None else self.init_state(input_ids.shape[0])
+        if self.step_kernel is not None and input_ids.shape[0] == 1 and hasattr(self.step_kernel, "step_deferred"):
+            return self.step_kernel.step_deferred(input_ids, state, begins_word)
+        return self.step_deferred_reference(input_ids, state, begins_word)
+
+    def step_deferred_reference(self, input_ids: torch.LongTensor, state: TF2RNNState, begins_word: bool = True
+                                ) -> Tuple[torch.Tensor, TF2RNNState]:
+        """`step_deferred` in PyTorch (no input checks): the reference its kernel is tested against."""
         if begins_word and state.held_tokens:
-            state = self.commit_word(state)[1]
+            state = self.commit_word_reference(state)[1]
         vec = self.embeddings(input_ids)
         lower, cell_state = self.cell.step_lower(vec, state.cell_state, state.held_tokens)
         held = lower[:, None] if state.held_outputs is None else torch.cat([state.held_outputs, lower[:, None]], 1)
@@ -477,6 +484,12 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         have given after the same tokens; the state, holding no word). A state holding none is returned as it is."""
         if not isinstance(past_state, TF2RNNState):
             raise TypeError(f"past_state must be a TF2RNNState, got {type(past_state).__name__}.")
+        if self.step_kernel is not None and past_state.batch_size == 1 and hasattr(self.step_kernel, "commit_word"):
+            return self.step_kernel.commit_word(past_state)
+        return self.commit_word_reference(past_state)
+
+    def commit_word_reference(self, past_state: TF2RNNState) -> Tuple[torch.Tensor, TF2RNNState]:
+        """`commit_word` in PyTorch: the reference its kernel is tested against."""
         if not past_state.held_tokens:
             return past_state.last_embedding, past_state
         cell_state = self.cell.step_upper(past_state.held_outputs, past_state.cell_state)
