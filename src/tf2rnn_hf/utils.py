@@ -1,4 +1,4 @@
-"""Small helpers shared by every stage: the cache folder, atomic writes and padding."""
+"""Small helpers shared by every stage: the cache folder, atomic writes, padding and word starts."""
 
 import hashlib
 import os
@@ -48,3 +48,16 @@ def cpu_flags() -> str:
         return next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
     except (OSError, StopIteration):
         return platform.processor()
+
+
+def continuation_table(tokenizer) -> torch.Tensor:
+    """[vocab] booleans: the tokens that continue a word (WordPiece's, which start with its "##" prefix)."""
+    prefix = getattr(getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None),
+                     "continuing_subword_prefix", None)
+    if not prefix:
+        raise ValueError(f"{type(tokenizer).__name__} has no WordPiece continuation prefix: word starts (for "
+                         "tail_layers) are read from a WordPiece tokenizer's '##' tokens.")
+    table = torch.zeros(len(tokenizer), dtype=torch.bool)
+    for token, i in tokenizer.get_vocab().items():
+        table[i] = token.startswith(prefix)
+    return table

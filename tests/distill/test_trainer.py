@@ -74,7 +74,7 @@ def test_collator_places_targets(data):
 
 
 def test_collator_marks_the_tokens_that_begin_a_word(teacher):
-    from tf2rnn_hf.distill.collators import continuation_table
+    from tf2rnn_hf.utils import continuation_table
 
     tok = teacher.tokenizer
     text = "unbelievably searchable, tf2rnn!"

@@ -178,6 +178,24 @@ def test_deferred_keystrokes_and_commits_are_the_int8_arithmetic_and_follow_the_
     assert torch.equal(model.commit_word(ours)[0], full)
 
 
+def test_deferring_streams_take_the_fused_steps_and_stay_close_under_edits(teacher, monkeypatch):
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=3, num_slots=4,
+                                     tail_layers=2)
+    quantized = quantize_int8(model)
+    calls = []
+    for name in ("step_deferred", "commit_word"):
+        real = getattr(Int8TOVAStep, name)
+        monkeypatch.setattr(Int8TOVAStep, name, lambda self, *a, real=real, name=name: calls.append(name) or
+                            real(self, *a))
+    encoder = StreamingEncoder(quantized, tokenizer)
+    encoder.type("search as you tyep")
+    encoder.delete(2)
+    encoder.type("pe, now ")
+    assert {"step_deferred", "commit_word"} <= set(calls)  # keystrokes and word ends ran in the kernel
+    scratch = student_encoder(model, tokenizer)(["search as you type, now"])[0]
+    assert torch.dot(encoder.embedding, scratch) >= 0.995  # fp32 from scratch vs the int8 stream after edits
+
+
 def _on_int4_grid(model: TF2RNNModel, readout: bool = True) -> TF2RNNModel:
     """Every linear weight of the layers (and of the readout, if `readout`) rounded to 4 bits per row; --weight_bits 4
     saves a student so with its readout fp32 (since session 55), session 54's rounded it too."""

@@ -7,7 +7,14 @@ from hypothesis import strategies as st
 
 from tf2rnn_hf.distill import build_student
 from tf2rnn_hf.inference.quantization import quantize_int8
-from tf2rnn_hf.inference.streaming import BatchStreamingEncoder, StreamingEncoder, _SlotCheckpoint, keystroke_embeddings
+from tf2rnn_hf.inference.streaming import (
+    BatchStreamingEncoder,
+    StreamingEncoder,
+    _SlotCheckpoint,
+    is_boundary,
+    keystroke_embeddings,
+)
+from tf2rnn_hf.utils import continuation_table
 
 ALPHABET = "abcdefghij klmnoXYZ.,!?'-\t\n0123é\u0301\u00a0\u200b😀\x01"
 
@@ -34,6 +41,32 @@ def open_block(teacher):
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=4,
                                      open_tokens=3)
     return model.eval(), tokenizer
+
+
+@pytest.fixture(scope="module")
+def deferring(teacher):
+    """A student trained with tail_layers (its upper layer at word ends), its adapter away from the identity so that a
+    stream showing the wrong embedding shows; 4 slots: edit scripts overflow the caches."""
+    torch.manual_seed(0)
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=4,
+                                     tail_layers=1)
+    with torch.no_grad():
+        model.cell.tail_adapter.weight.add_(torch.randn_like(model.cell.tail_adapter.weight) * 0.05)
+    return model.eval(), tokenizer
+
+
+def deferred_scratch(model, tokenizer, text):
+    """What a deferring stream shows for `text`, from scratch: the full embedding where the text after its last
+    whitespace has no token, else forward's `tail_hidden_state` at the last token."""
+    ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    if ids.shape[1] == 0:
+        return torch.zeros(model.config.output_size)
+    with torch.no_grad():
+        out = model(ids, word_starts=(~continuation_table(tokenizer)[ids]).long())
+    last = max((i for i, char in enumerate(text) if is_boundary(char)), default=-1)
+    if not tokenizer(text[last + 1:], add_special_tokens=False)["input_ids"]:
+        return out.pooler_output[0]
+    return out.tail_hidden_state[0, -1]
 
 
 def scratch(model, tokenizer, text):
@@ -70,8 +103,51 @@ def test_open_token_edit_scripts_equal_scratch(open_block, max_checkpoints, scri
     run_script(*open_block, StreamingEncoder(*open_block, max_checkpoints=max_checkpoints), script)
 
 
-def run_script(model, tokenizer, enc: StreamingEncoder, script) -> None:
-    """Apply `script` to `enc`, checking its text and embedding against the model from scratch after each edit."""
+@pytest.mark.parametrize("max_checkpoints", [None, 2])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(edit, min_size=1, max_size=12))
+def test_deferring_edit_scripts_show_the_second_embedding_inside_a_word_and_the_full_one_after(
+        deferring, max_checkpoints, script):
+    model, tokenizer = deferring
+    enc = StreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
+    run_script(model, tokenizer, enc, script, expect=deferred_scratch)
+    assert (enc.full_embedding - scratch(model, tokenizer, enc.text)).abs().max() <= 1e-5
+
+
+def test_deferring_is_the_default_of_a_tail_student_and_can_be_turned_off(deferring, inherited):
+    model, tokenizer = deferring
+    text = "search as you ty"
+    deferred, full = StreamingEncoder(model, tokenizer), StreamingEncoder(model, tokenizer, defer_words=False)
+    deferred.type(text)
+    full.type(text)
+    assert (deferred.embedding - deferred_scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    assert (full.embedding - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    assert (deferred.embedding - full.embedding).abs().max() > 1e-3  # mid-word they differ: the test can fail
+    assert (deferred.full_embedding - full.embedding).abs().max() <= 1e-5
+    assert deferred.text == text  # a pause's full embedding leaves the stream as it was
+    deferred.type("pe ")
+    full.type("pe ")
+    assert (deferred.embedding - full.embedding).abs().max() <= 1e-5  # after a word and a space: the full one
+    with pytest.raises(ValueError, match="tail_layers"):
+        StreamingEncoder(*inherited, defer_words=True)
+
+
+def test_deferring_batched_streams_match_single_streams(deferring):
+    model, tokenizer = deferring
+    batch = BatchStreamingEncoder(model, tokenizer)
+    ids = batch.open(3)
+    batch.type({ids[0]: "hello wor", ids[1]: "streams of", ids[2]: "x"})
+    batch.type({ids[0]: "ld", ids[2]: "yz abc, d"})
+    batch.delete({ids[1]: 3})
+    for i, text in zip(ids, ["hello world", "streams", "xyz abc, d"]):
+        assert batch.text(i) == text
+        assert (batch.embedding(i) - deferred_scratch(model, tokenizer, text)).abs().max() <= 1e-5
+        assert batch.nbytes(i) > 0
+
+
+def run_script(model, tokenizer, enc: StreamingEncoder, script, expect=scratch) -> None:
+    """Apply `script` to `enc`, checking its text and embedding against the model from scratch (`expect`) after each
+    edit."""
     text = ""
     for op, arg in script:
         if op == "type":
@@ -82,7 +158,7 @@ def run_script(model, tokenizer, enc: StreamingEncoder, script) -> None:
             enc.delete(n)
             text = text[:len(text) - n]
         assert enc.text == text
-        assert (enc.embedding - scratch(model, tokenizer, text)).abs().max() <= 1e-5, repr(text)
+        assert (enc.embedding - expect(model, tokenizer, text)).abs().max() <= 1e-5, repr(text)
 
 
 def test_batch_streams_match_single_streams(student):

@@ -41,19 +41,6 @@ class TrajectoryCollator:
         return batch
 
 
-def continuation_table(tokenizer) -> torch.Tensor:
-    """[vocab] booleans: the tokens that continue a word (WordPiece's, which start with its "##" prefix)."""
-    prefix = getattr(getattr(getattr(tokenizer, "backend_tokenizer", None), "model", None),
-                     "continuing_subword_prefix", None)
-    if not prefix:
-        raise ValueError(f"{type(tokenizer).__name__} has no WordPiece continuation prefix: word starts (for "
-                         "tail_layers) are read from a WordPiece tokenizer's '##' tokens.")
-    table = torch.zeros(len(tokenizer), dtype=torch.bool)
-    for token, i in tokenizer.get_vocab().items():
-        table[i] = token.startswith(prefix)
-    return table
-
-
 class KeystrokeCollator(TrajectoryCollator):
     """Character-level trajectory rows -> the token batch of `TrajectoryCollator` (targets at the
     keystrokes whose tokens are a prefix of the text's tokens) plus, per text, up to `partials_per_text`

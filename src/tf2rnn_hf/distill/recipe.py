@@ -31,7 +31,8 @@ from ..evaluation.fidelity import fidelity_table
 from ..evaluation.report import format_table
 from ..hub.save import write_card
 from ..models import CELL_TYPES, TF2RNNConfig
-from .collators import KeystrokeCollator, TrajectoryCollator, continuation_table
+from ..utils import continuation_table
+from .collators import KeystrokeCollator, TrajectoryCollator
 from .student import TOKEN_INITS, TF2RNNForDistillation, build_student, least_squares_adapter
 from .trainer import DistillationTrainer
 from .training_args import DistillationTrainingArguments

@@ -26,6 +26,14 @@ re-tokenising restarts, and rebuild an older checkpoint from its ancestors' rows
 typing goes on. With `max_checkpoints` the checkpoints let go stay behind the oldest kept one as rows until they
 outweigh one whole state; then the oldest kept checkpoint is made whole, the root of the rows after it, and they go.
 So a bounded stream never holds more than an unbounded one (a whole state is 128 tokens' rows at 128 slots).
+
+A student trained with `tail_layers` K defers its upper layers to word ends (`defer_words`, its default): a keystroke
+inside a word steps the lower K layers only and shows the second embedding (`TF2RNNModel.step_deferred`, forward's
+`tail_hidden_state`); a token that begins a word (not a WordPiece "##" continuation) first runs the finished word
+through the upper layers, and so does whitespace, so the embedding after a word and a space is the full one (the
+model's `pooler_output`). `full_embedding` gives the full embedding at any time (a pause) without changing the stream.
+These streams keep whole states (the lower layers' caches are new at each keystroke, the upper layers' shared with
+the state they stepped from), one stream at a time.
 """
 
 import ctypes
@@ -37,6 +45,7 @@ import torch
 
 from ..models import TF2RNNModel, TF2RNNState
 from ..models.tf2rnn.cells_tf2rnn import TOVAAttentionCell
+from ..utils import continuation_table
 from .encode import check_tokenizer
 from .wordpiece import ascii_wordpiece
 
@@ -250,10 +259,13 @@ class BatchStreamingEncoder:
 
     `open()` returns a stream id; `type({id: text})` and `delete({id: n})` apply edits to several
     streams at once and step all of them in one batched model call per token position (an int8 inherited
-    student: each stream's own cache, in the fused kernel).
+    student: each stream's own cache, in the fused kernel). `defer_words` (default: whether the student was trained
+    with `tail_layers`) runs its upper layers at word ends only (the module's docstring); False runs every layer at
+    every keystroke.
     """
 
-    def __init__(self, model: TF2RNNModel, tokenizer, max_checkpoints: Optional[int] = None):
+    def __init__(self, model: TF2RNNModel, tokenizer, max_checkpoints: Optional[int] = None,
+                 defer_words: Optional[bool] = None):
         if max_checkpoints is not None and (not isinstance(max_checkpoints, int) or isinstance(max_checkpoints, bool)
                                             or max_checkpoints < 1):
             raise ValueError(f"max_checkpoints must be at least 1 (the state the current word grows from) and a whole "
@@ -275,7 +287,14 @@ class BatchStreamingEncoder:
         self.tokenizer = tokenizer
         # Words of ASCII letters and digits skip the tokenizer's pipeline (wordpiece.py: the same ids, cheaper cold).
         self._plain_words = ascii_wordpiece(tokenizer, self.backend) if self.backend is not None else None
-        slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
+        tail = getattr(model.config, "tail_layers", None)
+        if defer_words and (tail is None or not hasattr(model, "step_deferred")):
+            raise ValueError("defer_words steps a student trained with tail_layers (its upper layers at word ends); "
+                             "this one has none.")
+        # The tokens that continue a word: any other begins one, which ends the word before it.
+        self._continues = continuation_table(tokenizer).tolist() if tail is not None and defer_words is not False \
+            and hasattr(model, "step_deferred") else None
+        slot_cache = model.config.cell_type == "tova_attention" and self._continues is None  # checkpoints hold rows
         # Single keystrokes type on a live cache: a step writes its rows (one a layer, or a block of open
         # tokens when they commit) in place.
         self._live = slot_cache
@@ -323,6 +342,17 @@ class BatchStreamingEncoder:
         state = self._state(self._get(stream_id))
         return state.embedding() if isinstance(state, _RecordCheckpoint) else state.last_embedding[0].clone()
 
+    def full_embedding(self, stream_id: int) -> torch.Tensor:
+        """The full embedding of a stream's text ([output_size]): `embedding`, but for a stream that defers its upper
+        layers (`defer_words`) with the current word run through them too (what a pause can afford), leaving the
+        stream as it is."""
+        state = self._state(self._get(stream_id))
+        if self._continues is None or not state.held_tokens:
+            return self.embedding(stream_id)
+        with torch.inference_mode():
+            emb = self.model.commit_word(state)[0]
+        return emb[0].clone()
+
     def state(self, stream_id: int) -> TF2RNNState:
         """The model state of the stream's whole text (batch of 1)."""
         return _full(self._state(self._get(stream_id))).clone()
@@ -338,7 +368,8 @@ class BatchStreamingEncoder:
         for state in filter(None, states):
             while state is not None and id(state) not in visited:  # a row checkpoint holds its ancestors
                 visited.add(id(state))
-                for t in state._tensors():
+                held = getattr(state, "held_outputs", None)  # a deferring stream's current word
+                for t in (*state._tensors(), *(() if held is None else (held,))):
                     seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
                 state = getattr(state, "parent", None)
         return sum(seen.values())
@@ -408,6 +439,9 @@ class BatchStreamingEncoder:
                     for old in (self._base(s), *s.word_states):
                         if old is not current:
                             _release(old)
+                    if self._continues is not None and current.held_tokens:  # the word through the upper layers
+                        with torch.inference_mode():
+                            current = self.model.commit_word(current)[1]
                     s.boundaries.append(_Boundary(len(s.text) + 1, current, s.word_tokens, s.word_states))
                     s.word_tokens, s.word_states = [], []
                     self._cap(s, s.boundaries, lambda b: _Boundary(b.start, None, None, None))
@@ -551,6 +585,8 @@ class BatchStreamingEncoder:
         keystroke at batch 1) skips the concatenating and splitting, and an int8 inherited student steps each
         stream's live cache in its fused kernel."""
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
+        if self._continues is not None:
+            return [self._step_deferred(state, token, kernel) for state, token in zip(states, ids)]
         if streams and self._live and hasattr(kernel, "step_live"):
             # Several streams too: gathering their caches (0.4 MB each at 128 slots) into one batched call and
             # splitting them back cost more than each stream's fused step in place (benchmarks/probes/
@@ -570,6 +606,15 @@ class BatchStreamingEncoder:
             if not self._slot_layers:
                 return new
             return [self._checkpoint(parent, before, after) for parent, before, after in zip(states, full, new)]
+
+    def _step_deferred(self, state: TF2RNNState, token: int, kernel) -> TF2RNNState:
+        """One token of a stream that defers its upper layers to word ends (`TF2RNNModel.step_deferred`): the fused
+        step where the model carries one (its input checks cost a keystroke more than its lower layers' products)."""
+        begins = not self._continues[token]
+        with torch.inference_mode():
+            if kernel is not None and hasattr(kernel, "step_deferred"):
+                return kernel.step_deferred(token, state, begins)[1]
+            return self.model.step_deferred(torch.tensor([token]), state, begins)[1]
 
     def _step_live(self, s: _Stream, parent: Checkpoint, token: int, kernel) -> _SlotCheckpoint:
         """A keystroke of one stream on its live cache. Its new state is `parent` plus the rows the step commits
@@ -656,8 +701,9 @@ class StreamingEncoder:
     """
 
     def __init__(self, model: TF2RNNModel, tokenizer, batch: Optional[BatchStreamingEncoder] = None,
-                 max_checkpoints: Optional[int] = None):
-        self._batch = batch or BatchStreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
+                 max_checkpoints: Optional[int] = None, defer_words: Optional[bool] = None):
+        self._batch = batch or BatchStreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints,
+                                                     defer_words=defer_words)
         (self._id,) = self._batch.open(1)
 
     def type(self, text: str) -> torch.Tensor:
@@ -678,6 +724,11 @@ class StreamingEncoder:
     @property
     def embedding(self) -> torch.Tensor:
         return self._batch.embedding(self._id)
+
+    @property
+    def full_embedding(self) -> torch.Tensor:
+        """`BatchStreamingEncoder.full_embedding`: the current word through every layer too (a pause)."""
+        return self._batch.full_embedding(self._id)
 
     @property
     def state(self) -> TF2RNNState:
