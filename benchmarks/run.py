@@ -5,9 +5,10 @@
     python benchmarks/run.py --compare DIR [DIR ...] [--onnx] [--output FILE.json]
 
 Writes benchmarks/results/benchmarks.json and benchmarks/results/benchmarks.md. With --compare, only the
-per-keystroke section, for several saved students (fp32 and int8 each; with --onnx also each student's
-exported step graph and the teacher in onnxruntime, fp32 and int8) against the teacher in one run. Every comparison is a
-ratio taken in the same process, interleaving the two sides, because these machines are noisy.
+per-keystroke sections (a keystroke inside a word, sentences typed key by key, idle keystrokes) for several saved
+students (fp32 and int8 each; with --onnx also each student's exported step graph and the teacher in onnxruntime, fp32
+and int8) against the teacher in one run. Every comparison is a ratio taken in the same process, interleaving the two
+sides, because these machines are noisy.
 Without --model it times a fresh student of the default configuration (speed does not depend on the
 weights' values).
 """
@@ -136,6 +137,70 @@ def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=
         for name in models:
             row[f"speedup_{name}"] = best_ratio(row, name)
             row[f"speedup_{name}_cold"] = best_ratio(row, f"{name}_cold")
+        rows.append(row)
+    return rows
+
+
+def typist(model, tokenizer, prefix: str, defer_words=None):
+    """A function that types the next character of WORDS' sentence into a stream holding `prefix` and returns whether
+    it ended a word (whitespace); every ~40 characters the stream deletes back to the prefix (pops, untimed)."""
+    enc = StreamingEncoder(model, tokenizer, defer_words=defer_words)
+    enc.type(prefix + " ")
+    base = len(enc.text)
+    chars = itertools.cycle(" ".join(WORDS) + " ")
+
+    def key():
+        if len(enc.text) - base > 40 and enc.text[-1] == " ":
+            enc.delete(len(enc.text) - base)
+        char = next(chars)
+        start = time.perf_counter()
+        enc.type(char)
+        return time.perf_counter() - start, char == " "
+    return key
+
+
+def bench_typing(models, tokenizer, teacher, lengths, repeat):
+    """Typing sentences at batch 1, every keystroke timed: the mean (what a typist's text costs per key), keystrokes
+    inside a word and those that end one (a space), each student against the teacher re-encoding the prefix, in
+    blocks as `bench_keystrokes`. A student trained with tail_layers runs its upper layers at word ends only
+    (`defer_words`); `NAME_every_layer` is the same student running every layer at every keystroke."""
+    streams = {}
+    for name, model in models.items():
+        streams[name] = (model, None)
+        if getattr(model.config, "tail_layers", None) is not None:
+            streams[f"{name}_every_layer"] = (model, False)
+    rows = []
+    for n in lengths:
+        prefix = text_of_tokens(tokenizer, n)
+        ids = teacher.tokenizer([prefix], return_tensors="pt")
+        row = {"prefix_tokens": n}
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            keys = {name: typist(model, tokenizer, prefix, defer) for name, (model, defer) in streams.items()}
+            teacher_times, times = {}, {}
+            for _ in range(repeat):
+                for bf16 in (False, True):
+                    teacher_times.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
+                        timed(teacher_pass(teacher, ids, bf16), 1))
+                for name, key in keys.items():
+                    block = [key() for _ in range(STUDENT_BLOCK)]
+                    times.setdefault(name, []).extend(block[1:])  # the first is cold (as bench_keystrokes' warm)
+            row.update({k: summary(v) for k, v in teacher_times.items()})
+            for name, samples in times.items():
+                ends = [t for t, end in samples if end]
+                inside = [t for t, end in samples if not end]
+                row[f"student_{name}_{threads}t"] = {
+                    "mean_ms": 1e3 * statistics.fmean(t for t, _ in samples), "word_end": summary(ends),
+                    "word_end_mean_ms": 1e3 * statistics.fmean(ends), "in_word": summary(inside),
+                    "keystrokes": len(samples), "word_ends": len(ends)}
+        torch.set_num_threads(2)
+        teacher_ms = min(v["median_ms"] for k, v in row.items() if k.startswith("teacher_"))
+        for name in streams:
+            best = {key: min(row[f"student_{name}_{t}t"][key] if key == "mean_ms" else
+                             row[f"student_{name}_{t}t"][key]["median_ms"] for t in (1, 2))
+                    for key in ("mean_ms", "word_end", "in_word")}
+            row[f"speedup_{name}"] = {"mean": teacher_ms / best["mean_ms"], "word_end": teacher_ms / best["word_end"],
+                                      "in_word": teacher_ms / best["in_word"]}
         rows.append(row)
     return rows
 
@@ -522,12 +587,14 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
                           model, tokenizer, text_of_tokens(tokenizer, 64), CAPPED_CHECKPOINTS)}
     t0 = time.perf_counter()
     rows = bench_keystrokes(models, tokenizer, teacher, (16, 64, 256), 10 if quick else 30, onnx_teachers)
+    typing = bench_typing({k: m for k, m in models.items() if k.endswith("_int8")}, tokenizer, teacher, (64, 256),
+                          10 if quick else 30)
     idle = bench_idle_keystrokes({k: m for k, m in models.items() if k.endswith("_int8")}, tokenizer, teacher,
                                  (64, 256), 10 if quick else 20, idle_gap_s) if idle_gap_s else []
     from tf2rnn_hf.data.corpus import load_texts
 
     texts = load_texts("offline", "heldout", limit=100 if quick else 300, shuffle_seed=0)["text"]
-    results = {"students": info, "keystroke": rows, "idle_keystroke": idle,
+    results = {"students": info, "keystroke": rows, "typing": typing, "idle_keystroke": idle,
                "streamed_fidelity": streamed_fidelity(models, tokenizer, teacher, texts),
                "seconds": time.perf_counter() - t0,
                "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
@@ -541,6 +608,10 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
     for row in rows:
         print(row["prefix_tokens"], {k[len("speedup_"):]: round(v, 1) for k, v in row.items()
                                      if k.startswith("speedup_") and not k.endswith("_cold")})
+    for row in typing:
+        print(row["prefix_tokens"], "typing sentences (mean / word end / in a word):",
+              {k[len("speedup_"):]: "{mean:.1f} / {word_end:.1f} / {in_word:.1f}".format(**v) for k, v in row.items()
+               if k.startswith("speedup_")})
     for row in idle:
         print(row["prefix_tokens"], f"after {row['gap_ms']:.0f} ms idle:",
               {k[len("speedup_"):]: round(v, 1) for k, v in row.items() if k.startswith("speedup_")})

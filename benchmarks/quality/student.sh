@@ -1671,3 +1671,35 @@ per_word 4
 per_word 6
 # -> Full 0.9435 / 0.658, passages 0.849, STS-B 79.74 (1,945 s); second (K = 2) 0.8996 / 0.9106 / 0.567: inside a word
 # -> what three whole layers show as they are (0.9025 / 0.9095 / 0.560), at word ends six layers'.
+# Session 66: the keystroke path of --tail_layers (step_deferred / commit_word, tf2rnn_tova_step_deferred and
+# tf2rnn_tova_commit, streams that defer the upper layers to word ends). Fresh shapes at the default's 32 slots with
+# every product on the int4 grid (as --weight_bits 4 trains them; speed does not depend on the values): two and three
+# whole layers, and six with K = 2, typed as sentences key by key (benchmarks/run.py's typing section: the mean
+# keystroke, the word-end keystroke and one inside a word, each against the teacher), the six-layer student also with
+# every layer at every keystroke. Alone on a Zen 5 host (AVX512-VNNI).
+int4_shape() {  # NAME LAYERS [TAIL]: outputs/shape-NAME, a fresh student of LAYERS causal layers (TAIL: tail_layers)
+  # at 32 slots with its linear weights rounded to int4 per row
+  [ -d "outputs/shape-$1" ] || NAME=$1 LAYERS=$2 TAIL=${3:-} $PY - <<'PY'
+import os
+
+import torch
+
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.distill.quantization_aware import round_weight
+from tf2rnn_hf.hub import save_student
+
+tail = int(os.environ["TAIL"]) if os.environ["TAIL"] else None
+model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(os.environ["LAYERS"]), num_slots=32,
+                                 pooling_position_exponent=1.0, tail_layers=tail)
+with torch.no_grad():
+    for m in model.modules():
+        if isinstance(m, torch.nn.Linear):
+            m.weight.copy_(round_weight(m.weight, 4))
+save_student(model, tokenizer, f"outputs/shape-{os.environ['NAME']}")
+PY
+}
+int4_shape l2-s32-int4 2
+int4_shape l3-s32-int4 3
+int4_shape l6-tail2-s32-int4 6 2
+[ -f "$OUT/student-speed-v66-1.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v66-1.json" \
+  --compare outputs/shape-l2-s32-int4 outputs/shape-l3-s32-int4 outputs/shape-l6-tail2-s32-int4

@@ -183,7 +183,7 @@ def test_deferring_streams_take_the_fused_steps_and_stay_close_under_edits(teach
                                      tail_layers=2)
     quantized = quantize_int8(model)
     calls = []
-    for name in ("step_deferred", "commit_word"):
+    for name in ("step_deferred_live", "commit_live"):
         real = getattr(Int8TOVAStep, name)
         monkeypatch.setattr(Int8TOVAStep, name, lambda self, *a, real=real, name=name: calls.append(name) or
                             real(self, *a))
@@ -191,7 +191,7 @@ def test_deferring_streams_take_the_fused_steps_and_stay_close_under_edits(teach
     encoder.type("search as you tyep")
     encoder.delete(2)
     encoder.type("pe, now ")
-    assert {"step_deferred", "commit_word"} <= set(calls)  # keystrokes and word ends ran in the kernel
+    assert {"step_deferred_live", "commit_live"} <= set(calls)  # keystrokes and word ends ran in the kernel
     scratch = student_encoder(model, tokenizer)(["search as you type, now"])[0]
     assert torch.dot(encoder.embedding, scratch) >= 0.995  # fp32 from scratch vs the int8 stream after edits
 
@@ -381,6 +381,55 @@ def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeyp
                 (max_checkpoints, text)
         if max_checkpoints is None:
             assert not built  # every move of the live cache was in place
+
+
+def test_deferring_live_keystrokes_equal_the_whole_state_steps_from_scratch(teacher, monkeypatch):
+    """A deferring stream types on its live cache: each keystroke writes the lower layers' rows in place, each finished
+    word the upper layers', deletes undo both, through evictions and pops across words, with and without
+    max_checkpoints. After each edit the embedding is bit for bit the fused whole-state steps run over the text from
+    scratch (the second embedding inside a word, the full one after whitespace), and no keystroke or pop built a whole
+    state from rows."""
+    from tf2rnn_hf.inference.streaming import _SlotCheckpoint
+    from tf2rnn_hf.utils import continuation_table
+
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=3, num_slots=4,
+                                     tail_layers=1)
+    quantized = quantize_int8(model)
+    step, continues = quantized.step_kernel, continuation_table(tokenizer)
+
+    def from_scratch(text):
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        state = model.init_state(1)
+        for token in ids:
+            state = step.step_deferred(token, state, not continues[token])[1]
+        tail = text[max((i for i, c in enumerate(text) if c.isspace()), default=-1) + 1:]
+        if not tokenizer(tail, add_special_tokens=False)["input_ids"]:
+            state = step.commit_word(state)[1]
+        return state.last_embedding[0]
+
+    built = []
+    materialize = _SlotCheckpoint.materialize
+    monkeypatch.setattr(_SlotCheckpoint, "materialize", lambda self: built.append(1) or materialize(self))
+    script = [("type", "search as you tyep"), ("delete", 2), ("type", "pe with a cache"), ("delete", 9),
+              ("type", " cache past four slots, and"), ("delete", 1), ("delete", 12), ("type", "x"), ("delete", 3),
+              ("type", "ots, then more words "), ("delete", 40), ("type", "again unbelievably")]
+    for max_checkpoints in (None, 2):
+        encoder, text = StreamingEncoder(quantized, tokenizer, max_checkpoints=max_checkpoints), ""
+        for op, arg in script:
+            if op == "type":
+                encoder.type(arg)
+                text += arg
+            else:
+                encoder.delete(arg)
+                text = text[:-arg]
+            assert encoder.text == text
+            assert torch.equal(encoder.embedding, from_scratch(text)), (max_checkpoints, text)
+        if max_checkpoints is None:
+            assert not built  # every move of the live cache was in place
+        # A pause's full embedding rebuilds the state from rows once and leaves the stream as it was.
+        full = encoder.full_embedding
+        assert torch.dot(full, student_encoder(model, tokenizer)([text])[0]) >= 0.995
+        assert torch.equal(encoder.embedding, from_scratch(text))
 
 
 def _keystrokes(step, model: TF2RNNModel, tokens, threads: int):

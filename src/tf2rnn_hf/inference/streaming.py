@@ -97,8 +97,16 @@ class _SlotCheckpoint:
                 cell.append(cache)
             cell.append(next(small))  # the layer's fill
         cell += list(small)
-        self.full = TF2RNNState(cell, self.token_sum, self.seen_tokens, self.last_embedding)
+        self.full = TF2RNNState(cell, self.token_sum, self.seen_tokens, self.last_embedding, self.held_outputs())
         return self.full
+
+    def held_outputs(self) -> Optional[torch.Tensor]:
+        """The current word's outputs a deferring stream holds for the upper layers (`_DeferredCheckpoint`): none."""
+        return None
+
+    @property
+    def held_tokens(self) -> int:
+        return 0
 
     def writes(self, layer: int) -> List[Tuple[int, torch.Tensor]]:
         """(slot, key and value row [2, hidden]) this step wrote in `layer`."""
@@ -150,6 +158,60 @@ class _RecordCheckpoint(_SlotCheckpoint):
     def own_bytes(self) -> int:
         return ctypes.sizeof(self.record)  # without making the views
 
+    def undo_on(self, kv: torch.Tensor) -> None:
+        """Put back on the live cache `kv` the rows this step overwrote."""
+        if self.overwrites and self.width:
+            self.kernel.restore(kv, self.record, self.width)
+
+
+class _DeferredCheckpoint(_RecordCheckpoint):
+    """A deferring stream's checkpoint on a live cache (`BatchStreamingEncoder` with `defer_words`): one record of
+    `Int8TOVAStep.step_deferred_live` (the lower layers' step of a token; `width` the word's tokens held before it) or
+    of `commit_live` (the upper layers' commit of a word's `width` tokens). `count` counts the tokens the upper layers
+    have read, `held` those they have not (`held_tokens`), `seen` both."""
+
+    __slots__ = ("commit", "_writes", "_held")
+
+    def __init__(self, parent, record: torch.Tensor, commit: bool, width: int, count: int, held: int, seen: int,
+                 token_sum: Optional[torch.Tensor], kernel):
+        super().__init__(parent, record, width, True, count, held, seen, token_sum, kernel)
+        self.commit = commit
+
+    def __getattr__(self, name: str):
+        # Called only for a field not set yet: make the record's views.
+        if name not in _SlotCheckpoint.__slots__ + ("_writes", "_held"):
+            raise AttributeError(name)
+        small, emb, token_sum, held, writes = self.kernel.deferred_views(self.record, self.commit, self.width)
+        self.small, self.last_embedding, self._held, self._writes = small, emb, held, writes
+        self.slots = [[slot for slot, _ in layer] for layer in writes]  # materialize counts the layers by it
+        self.rows, self.undo = torch.empty(0), None
+        self.seen_tokens = torch.tensor([self.seen])
+        if token_sum is not None:
+            self.token_sum = token_sum
+        return getattr(self, name)
+
+    @property
+    def held_tokens(self) -> int:
+        return self.held
+
+    def held_outputs(self) -> Optional[torch.Tensor]:
+        return self._held if self.held else None
+
+    def held_pointer(self) -> Optional[int]:
+        """Where the record holds the word's outputs (None for a commit, which holds none)."""
+        if self.commit:
+            return None
+        return ctypes.addressof(self.record) + 4 * self.kernel._deferred_layout(False, self.width)[1]
+
+    def writes(self, layer: int) -> List[Tuple[int, torch.Tensor]]:
+        return self._writes[layer]
+
+    def _tensors(self) -> Tuple[torch.Tensor, ...]:
+        return (torch.frombuffer(self.record, dtype=torch.uint8), *(self.full._tensors() if self.full else ()))
+
+    def undo_on(self, kv: torch.Tensor) -> None:
+        self.kernel.restore_deferred(kv, self.record, self.commit, self.width)
+
 
 class _LiveStep(NamedTuple):
     """What one stream's live step reads (`BatchStreamingEncoder._live_step_args`)."""
@@ -195,8 +257,7 @@ class _LiveCache:
         if node is target:
             for step in path:  # newest first
                 if isinstance(step, _RecordCheckpoint):
-                    if step.overwrites and step.width:
-                        step.kernel.restore(self.kv, step.record, step.width)
+                    step.undo_on(self.kv)
                 elif step.undo.numel():
                     layers = torch.arange(len(self.kv))
                     slots = torch.tensor(step.slots)  # [layers], or [layers, m] for a block of open tokens
@@ -294,7 +355,7 @@ class BatchStreamingEncoder:
         # The tokens that continue a word: any other begins one, which ends the word before it.
         self._continues = continuation_table(tokenizer).tolist() if tail is not None and defer_words is not False \
             and hasattr(model, "step_deferred") else None
-        slot_cache = model.config.cell_type == "tova_attention" and self._continues is None  # checkpoints hold rows
+        slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
         # Single keystrokes type on a live cache: a step writes its rows (one a layer, or a block of open
         # tokens when they commit) in place.
         self._live = slot_cache
@@ -349,8 +410,11 @@ class BatchStreamingEncoder:
         state = self._state(self._get(stream_id))
         if self._continues is None or not state.held_tokens:
             return self.embedding(stream_id)
+        kept = isinstance(state, _SlotCheckpoint) and state.full is not None
         with torch.inference_mode():
-            emb = self.model.commit_word(state)[0]
+            emb = self.model.commit_word(_full(state))[0]
+        if not kept:
+            _release(state)  # a pause's whole state is not kept: the stream goes on from rows
         return emb[0].clone()
 
     def state(self, stream_id: int) -> TF2RNNState:
@@ -440,8 +504,7 @@ class BatchStreamingEncoder:
                         if old is not current:
                             _release(old)
                     if self._continues is not None and current.held_tokens:  # the word through the upper layers
-                        with torch.inference_mode():
-                            current = self.model.commit_word(current)[1]
+                        current = self._commit(s, current)
                     s.boundaries.append(_Boundary(len(s.text) + 1, current, s.word_tokens, s.word_states))
                     s.word_tokens, s.word_states = [], []
                     self._cap(s, s.boundaries, lambda b: _Boundary(b.start, None, None, None))
@@ -586,6 +649,9 @@ class BatchStreamingEncoder:
         stream's live cache in its fused kernel."""
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
         if self._continues is not None:
+            if streams and self._live and hasattr(kernel, "step_deferred_live"):
+                return [self._step_deferred_live(s, state, token, kernel)
+                        for s, state, token in zip(streams, states, ids)]
             return [self._step_deferred(state, token, kernel) for state, token in zip(states, ids)]
         if streams and self._live and hasattr(kernel, "step_live"):
             # Several streams too: gathering their caches (0.4 MB each at 128 slots) into one batched call and
@@ -615,6 +681,45 @@ class BatchStreamingEncoder:
             if kernel is not None and hasattr(kernel, "step_deferred"):
                 return kernel.step_deferred(token, state, begins)[1]
             return self.model.step_deferred(torch.tensor([token]), state, begins)[1]
+
+    def _commit(self, s: _Stream, state: Checkpoint) -> Checkpoint:
+        """The word `state` holds through the upper layers: on the stream's live cache where it has one."""
+        kernel = getattr(self.model, "step_kernel", None)
+        if self._live and hasattr(kernel, "commit_live"):
+            return self._commit_live(s, state, kernel)
+        with torch.inference_mode():
+            return self.model.commit_word(_full(state))[1]
+
+    def _step_deferred_live(self, s: _Stream, parent: Checkpoint, token: int, kernel) -> "_DeferredCheckpoint":
+        """`_step_deferred` on the stream's live cache: one record and one native call a keystroke (two where the token
+        begins a word and a word is held: its commit first), as `_step_live`."""
+        if not self._continues[token] and parent.held_tokens:
+            parent = self._commit_live(s, parent, kernel)
+        a, count, seen, held, held_n = self._deferred_args(s, parent, kernel)
+        record = kernel.step_deferred_live(token, a.live.pointers, a.small, a.tsum, seen, held, held_n)
+        a.live.at = _DeferredCheckpoint(parent, record, False, held_n, count, held_n + 1, seen + 1, a.token_sum,
+                                        kernel)
+        return a.live.at
+
+    def _commit_live(self, s: _Stream, parent: Checkpoint, kernel) -> "_DeferredCheckpoint":
+        """`_commit` on the stream's live cache: the upper layers' rows written in place, one record."""
+        a, count, seen, held, n = self._deferred_args(s, parent, kernel)
+        record = kernel.commit_live(a.live.pointers, a.small, a.tsum, seen, held, n)
+        a.live.at = _DeferredCheckpoint(parent, record, True, n, count + n, 0, seen, a.token_sum, kernel)
+        return a.live.at
+
+    def _deferred_args(self, s: _Stream, parent: Checkpoint, kernel):
+        """(`_live_step_args`, which also holds what its pointers read; the tokens the upper layers have read; the
+        tokens seen; where the held word's outputs are, or None; how many) for a deferring live step from `parent`."""
+        a = self._live_step_args(s, parent, kernel)
+        held_n = parent.held_tokens
+        if isinstance(parent, _DeferredCheckpoint):
+            return a, parent.count, parent.seen, parent.held_pointer(), held_n
+        held = parent.held_outputs() if isinstance(parent, _SlotCheckpoint) else parent.held_outputs
+        if held is not None:
+            held = held.contiguous()
+            a = a._replace(keep=(a.keep, held))  # alive until the native call
+        return a, a.count, int(parent.seen_tokens), None if held is None else held.data_ptr(), held_n
 
     def _step_live(self, s: _Stream, parent: Checkpoint, token: int, kernel) -> _SlotCheckpoint:
         """A keystroke of one stream on its live cache. Its new state is `parent` plus the rows the step commits

@@ -107,10 +107,10 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_int4_products.argtypes = []
     lib.tf2rnn_tova_step_deferred.restype = None
     lib.tf2rnn_tova_step_deferred.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32,
-                                              ctypes.c_int32] + [ctypes.c_void_p] * 9
+                                              ctypes.c_int32] + [ctypes.c_void_p] * 15
     lib.tf2rnn_tova_commit.restype = None
     lib.tf2rnn_tova_commit.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32, ctypes.c_int32] + [
-        ctypes.c_void_p] * 6
+        ctypes.c_void_p] * 9
     lib.tf2rnn_tova_restore.restype = None
     lib.tf2rnn_tova_restore.argtypes = [ctypes.c_void_p] + [ctypes.c_int32] * 4 + [ctypes.c_void_p] * 2
     return lib
@@ -339,8 +339,9 @@ class Int8TOVAStep(_FusedStep):
         self._small_bytes = [4 * o for o in self._record_offsets]
         self._layouts = {}
         self.tail_layers = config.tail_layers
-        if self.tail_layers is not None:  # the adapter, fp32 and transposed (tf2rnn_tova_step_deferred)
-            self._adapter = (_fp32(cell.tail_adapter.weight.T), _fp32(cell.tail_adapter.bias))
+        if self.tail_layers is not None:  # the adapter in int8 per row (tf2rnn_tova_step_deferred)
+            self._adapter = (*quantize_rows(cell.tail_adapter.weight), _fp32(cell.tail_adapter.bias))
+            self._adapter_pointers = tuple(t.data_ptr() for t in self._adapter)
 
     def __call__(self, input_ids, state: TF2RNNState):
         """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
@@ -370,17 +371,15 @@ class Int8TOVAStep(_FusedStep):
         old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
         new = [torch.empty((1, *shape)) if i < 3 * k else t for i, (shape, t) in enumerate(zip(self._shapes, old))]
         held = torch.empty(1, held_n + 1, self.hidden_size)
-        if held_n:
-            held[:, :held_n] = state.held_outputs
+        held_in = state.held_outputs.contiguous().data_ptr() if held_n else None
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
         _follow_torch_threads(self.lib)
         self.lib.tf2rnn_tova_step_deferred(
-            self._params_ref, token_id, k, held_n, held.data_ptr(), self._adapter[0].data_ptr(),
-            self._adapter[1].data_ptr(), self._pointers(*(t.data_ptr() for t in old)),
-            self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(),
-            emb.data_ptr())
+            self._params_ref, token_id, k, held_n, held_in, held.data_ptr(), *self._adapter_pointers,
+            self._pointers(*(t.data_ptr() for t in old)), self._pointers(*(t.data_ptr() for t in new)), None, None,
+            None, tsum.data_ptr(), seen.data_ptr(), token_sum.data_ptr(), emb.data_ptr())
         return emb, TF2RNNState(tuple(new), token_sum, seen, emb, held)
 
     def commit_word(self, state: TF2RNNState):
@@ -397,9 +396,103 @@ class Int8TOVAStep(_FusedStep):
         _follow_torch_threads(self.lib)
         self.lib.tf2rnn_tova_commit(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
                                     self._pointers(*(t.data_ptr() for t in old)),
-                                    self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(),
+                                    self._pointers(*(t.data_ptr() for t in new)), None, None, None, tsum.data_ptr(),
                                     state.seen_tokens.data_ptr(), emb.data_ptr())
         return emb, TF2RNNState(tuple(new), state.token_sum, state.seen_tokens, emb)
+
+    # A deferring stream (`BatchStreamingEncoder` with `defer_words`) on a live cache: each step one record, as
+    # `step_live`'s: `small`'s entries, the embedding, the token sum (residual students), then for a step of the lower
+    # layers the word's held outputs [held + 1, H], its rows [K, 2, H], slots [K] and the rows they replaced [K, 2, H];
+    # for a commit of n tokens their rows [n, L - K, 2, H], slots [n, L - K] and replaced rows [n, L - K, 2, H].
+
+    def _deferred_layout(self, commit: bool, n: int):
+        """(record type, offsets in floats of held outputs (None for a commit), rows, slots, replaced rows) for the
+        lower layers' step from a state holding `n` tokens of a word, or for the commit of `n` tokens."""
+        key = ("commit" if commit else "deferred", n)
+        layout = self._layouts.get(key)
+        if layout is None:
+            h, k = self.hidden_size, self.tail_layers
+            layers, count = (self.layers - k, n) if commit else (k, 1)
+            held = None if commit else self._record_head
+            rows = self._record_head if commit else held + (n + 1) * h
+            slots = rows + count * layers * 2 * h
+            replaced = slots + count * layers
+            layout = self._layouts[key] = (ctypes.c_float * (replaced + count * layers * 2 * h), held, rows, slots,
+                                           replaced)
+        return layout
+
+    def _deferred_record(self, kv, small: List[int], commit: bool, n: int):
+        """A new record for a deferring stream's live step, `kv`'s entries for `small` pointed at the parent's and the
+        record's: (record, its address, layout)."""
+        layout = self._deferred_layout(commit, n)
+        record = layout[0]()
+        base = ctypes.addressof(record)
+        ins, outs = kv
+        for i, a, o in zip(self.small, small, self._small_bytes):
+            ins[i], outs[i] = a, base + o
+        return record, base, layout
+
+    def step_deferred_live(self, input_ids, kv: Tuple[ctypes.Array, ctypes.Array], small: List[int], token_sum: int,
+                           seen: int, held: Optional[int], held_n: int) -> ctypes.Array:
+        """`step_deferred` of a stream's live cache (`kv`, its `cache_pointers`), in place, as `step_live`: the
+        parent's small entries, token sum and `held_n` held outputs (at `held`) read where they are. Returns the
+        record."""
+        token_id = self._token(input_ids)
+        record, base, (_, held_at, rows, slots, replaced) = self._deferred_record(kv, small, False, held_n)
+        _follow_torch_threads(self.lib)
+        self.lib.tf2rnn_tova_step_deferred(
+            self._params_ref, token_id, self.tail_layers, held_n, held, base + 4 * held_at, *self._adapter_pointers,
+            *kv, base + 4 * rows, base + 4 * slots, base + 4 * replaced, token_sum,
+            ctypes.byref(ctypes.c_int64(seen + 1)), base + 4 * self._record_tsum if self.residual else token_sum,
+            base + 4 * self._record_emb)
+        return record
+
+    def commit_live(self, kv: Tuple[ctypes.Array, ctypes.Array], small: List[int], token_sum: int, seen: int,
+                    held: int, n: int) -> ctypes.Array:
+        """`commit_word` of a stream's live cache for its `n` held outputs (at `held`), in place. Returns the
+        record."""
+        record, base, (_, _, rows, slots, replaced) = self._deferred_record(kv, small, True, n)
+        _follow_torch_threads(self.lib)
+        self.lib.tf2rnn_tova_commit(self._params_ref, self.tail_layers, n, held, *kv, base + 4 * rows,
+                                    base + 4 * slots, base + 4 * replaced, token_sum,
+                                    ctypes.byref(ctypes.c_int64(seen)), base + 4 * self._record_emb)
+        if self.residual:  # the word is in the token sum already: the record keeps it for the steps after
+            ctypes.memmove(base + 4 * self._record_tsum, token_sum, 4 * self.output_size)
+        return record
+
+    def deferred_views(self, record: ctypes.Array, commit: bool, n: int):
+        """A deferring record's parts as tensors (views): (`small`'s entries, embedding [1, O], token sum [1, O] or
+        None, held outputs [1, n + 1, H] or None for a commit, and each layer's writes, newest first: (slot, key and
+        value row [2, H]) lists)."""
+        _, held_at, rows, slots, replaced = self._deferred_layout(commit, n)
+        t = torch.frombuffer(record, dtype=torch.float32)
+        small = [t[o:o + m].view(1, *self._shapes[i])
+                 for o, m, i in zip(self._record_offsets, self._record_small, self.small)]
+        emb = t[self._record_emb:self._record_emb + self.output_size].view(1, -1)
+        token_sum = t[self._record_tsum:self._record_head].view(1, -1) if self.residual else None
+        h, k = self.hidden_size, self.tail_layers
+        layers, count = (self.layers - k, n) if commit else (k, 1)
+        row = t[rows:slots].view(count, layers, 2, h)
+        slot = t[slots:replaced].view(torch.int32).view(count, layers).tolist()
+        writes = [[] for _ in range(self.layers)]
+        for j in reversed(range(count)):
+            for layer in range(layers):
+                writes[layer + (k if commit else 0)].append((slot[j][layer], row[j, layer]))
+        held = None if commit else t[held_at:rows].view(1, n + 1, h)
+        return small, emb, token_sum, held, writes
+
+    def restore_deferred(self, kv: torch.Tensor, record: ctypes.Array, commit: bool, n: int) -> None:
+        """Undo a deferring record's step on the live cache `kv` ([layers, 2, 1, S, H]): a commit's tokens newest
+        first (a later token may have evicted an earlier one's row)."""
+        _, _, rows, slots, replaced = self._deferred_layout(commit, n)
+        base, h, k, s = ctypes.addressof(record), self.hidden_size, self.tail_layers, kv.shape[-2]
+        if not commit:
+            self.lib.tf2rnn_tova_restore(kv.data_ptr(), k, 1, s, h, base + 4 * slots, base + 4 * replaced)
+            return
+        upper, at = self.layers - k, kv.data_ptr() + 4 * k * 2 * s * h
+        for j in reversed(range(n)):
+            self.lib.tf2rnn_tova_restore(at, upper, 1, s, h, base + 4 * (slots + j * upper),
+                                         base + 4 * (replaced + j * upper * 2 * h))
 
     def rows_written(self, held: int) -> int:
         """Rows a layer the next step commits from a state holding `held` open tokens: one (causal), the block

@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...models import TF2RNNModel, TF2RNNState
+from ...models.tf2rnn.cells_tf2rnn import _WordTailAdapter
 from . import int4_codes, quantize_rows
 
 
@@ -37,8 +38,9 @@ def int8_gru_step(model: TF2RNNModel, token: int, state: TF2RNNState) -> Tuple[t
 
 @contextmanager
 def int8_linears(model: nn.Module):
-    """Inside, every nn.Linear of `model` computes its rows one by one as the kernels do (`int8_linear`)."""
-    linears = [m for m in model.modules() if isinstance(m, nn.Linear)]
+    """Inside, every nn.Linear of `model` (and a tail_layers student's adapter) computes its rows one by one as the
+    kernels do (`int8_linear`)."""
+    linears = [m for m in model.modules() if isinstance(m, (nn.Linear, _WordTailAdapter))]
 
     def rows(m, x):
         flat = x.reshape(-1, x.shape[-1])
@@ -64,8 +66,8 @@ def int8_tova_step(model: TF2RNNModel, token: int, state: TF2RNNState) -> Tuple[
 @torch.no_grad()
 def int8_tova_step_deferred(model: TF2RNNModel, token: int, state: TF2RNNState, begins_word: bool = True
                             ) -> Tuple[torch.Tensor, TF2RNNState]:
-    """`tf2rnn_tova_step_deferred`'s arithmetic: the model's `step_deferred_reference` with its linear layers in int8
-    (the adapter stays fp32, as in the kernel)."""
+    """`tf2rnn_tova_step_deferred`'s arithmetic: the model's `step_deferred_reference` with its linear layers (and the
+    adapter) in int8."""
     with int8_linears(model):
         return model.step_deferred_reference(torch.tensor([token]), state, begins_word)
 

@@ -365,7 +365,7 @@ static void tova_embed(const tf2rnn_tova_params *p, int n, const int64_t *tokens
 }
 
 /* Layers l0 <= l < l1 of one causal step of n streams, in place on their inputs x [n, H] (each stream's state
- * in[j], out[j], rows[j], ...: tf2rnn_tova_step's arguments, indexed by absolute layer). */
+ * in[j], out[j]: tf2rnn_tova_step's arguments, by absolute layer; rows[j], slots[j], replaced[j] by layer - l0). */
 static void tova_layers(const tf2rnn_tova_params *p, int two, int n, int l0, int l1, float *x,
                         float *const *const *in, float *const *const *out, float *const *rows,
                         int32_t *const *slots, float *const *replaced) {
@@ -424,17 +424,17 @@ static void tova_layers(const tf2rnn_tova_params *p, int two, int n, int l0, int
             if (fill_out != fill) memcpy(fill_out, fill, sizeof(float) * (size_t)S);
             if (keys_out != NULL) {
                 if (replaced[j] != NULL) {
-                    memcpy(replaced[j] + 2 * (int64_t)l * H, keys_out + (int64_t)target * H, sizeof(float) * H);
-                    memcpy(replaced[j] + (2 * (int64_t)l + 1) * H, values_out + (int64_t)target * H,
+                    memcpy(replaced[j] + 2 * (int64_t)(l - l0) * H, keys_out + (int64_t)target * H, sizeof(float) * H);
+                    memcpy(replaced[j] + (2 * (int64_t)(l - l0) + 1) * H, values_out + (int64_t)target * H,
                            sizeof(float) * H);
                 }
                 memcpy(keys_out + (int64_t)target * H, kv, sizeof(float) * H);
                 memcpy(values_out + (int64_t)target * H, vv, sizeof(float) * H);
             }
             if (rows[j] != NULL) {
-                memcpy(rows[j] + 2 * (int64_t)l * H, kv, sizeof(float) * H);
-                memcpy(rows[j] + (2 * (int64_t)l + 1) * H, vv, sizeof(float) * H);
-                slots[j][l] = target;
+                memcpy(rows[j] + 2 * (int64_t)(l - l0) * H, kv, sizeof(float) * H);
+                memcpy(rows[j] + (2 * (int64_t)(l - l0) + 1) * H, vv, sizeof(float) * H);
+                slots[j][l - l0] = target;
             }
             fill_out[target] = 1.f;
         }
@@ -515,44 +515,55 @@ void tf2rnn_tova_step_many(const tf2rnn_tova_params *p, int32_t n, const int64_t
     pool_release(two);
 }
 
+/* Copies in[i] to out[i] ([n] floats) where they differ: the entries a step leaves as they were, in a new state. */
+static void keep_entry(float *const *in, float *const *out, int i, int n) {
+    if (out[i] != in[i]) memcpy(out[i], in[i], sizeof(float) * (size_t)n);
+}
+
 /* `tail_layers` (TOVAAttentionCell.step_lower, then held_pooled): one token of the current word through layers
- * [0, K) only, at position count + 1 + held_n (count: the tokens the upper layers have read); its layer-K output is
- * written to held + held_n * H (held [held_n + 1, H]: the word's earlier tokens first), then the embedding with the
- * word's tokens through the adapter in place of their top-layer outputs. The adapter is fp32 (`adapter_t` its weight
- * transposed, [H_in, H_out], and `adapter_b` [H]), applied once to the tokens' weighted sum (it is linear).
- * `out`'s lower layers' entries are written; the rest of the state is read from `in` and not written. */
-void tf2rnn_tova_step_deferred(const tf2rnn_tova_params *p, int64_t token, int32_t K, int32_t held_n, float *held,
-                               const float *adapter_t, const float *adapter_b, float *const *in, float *const *out,
-                               const float *tsum, const int64_t *seen, float *tsum_out, float *emb) {
-    const int H = p->H, I = p->I, tail = 3 * p->L + (p->weighted ? 1 : 0);
-    float *no_rows = NULL, *no_replaced = NULL, x[H], u[H], y[H];
-    int32_t *no_slots = NULL;
+ * [0, K) only, at position count + 1 + held_n (count: the tokens the upper layers have read); the word's earlier
+ * outputs (held_in [held_n, H], NULL with none) and this token's layer-K output go to held_out [held_n + 1, H] (which
+ * may alias held_in), then the embedding with the word's tokens through the adapter in place of their top-layer
+ * outputs: the adapter (int8 per row: `aw`, `as`, `ar`, `ab` as int8.h's gemv reads them) maps the tokens' weighted
+ * mean, times their total weight (it is affine). As in tf2rnn_tova_step, `out`'s lower keys and values may be new or
+ * `in`'s (in place, with `rows` [K, 2, H], `slots` [K] and `replaced` [K, 2, H] written where not NULL); the upper
+ * layers' entries and the pooling's are copied to `out` where its pointers differ from `in`'s. */
+void tf2rnn_tova_step_deferred(const tf2rnn_tova_params *p, int64_t token, int32_t K, int32_t held_n,
+                               const float *held_in, float *held_out, const int8_t *aw, const float *as,
+                               const int32_t *ar, const float *ab, float *const *in, float *const *out, float *rows,
+                               int32_t *slots, float *replaced, const float *tsum, const int64_t *seen, float *tsum_out,
+                               float *emb) {
+    const int H = p->H, I = p->I, S = p->S, L = p->L, tail = 3 * L + (p->weighted ? 1 : 0);
+    float x[H], u[H], y[H];
     uint8_t q[I > H ? I : H];
     const float count = in[tail][0], *pooled = in[tail + 1];
     const long pos = (long)count + 1 + held_n;
     const int two = pool_claim();
     tova_embed(p, 1, &token, &pos, x);
-    tova_layers(p, two, 1, 0, K, x, &in, &out, &no_rows, &no_slots, &no_replaced);
+    tova_layers(p, two, 1, 0, K, x, &in, &out, &rows, &slots, &replaced);
     pool_release(two);
-    memcpy(held + (int64_t)held_n * H, x, sizeof(float) * H);
-    /* The word's tokens, step n weighing (n + 1) ** pool_exp as in the pooled mean (tova_pool). */
+    for (int l = K; l < L; ++l) keep_entry(in, out, 3 * l + 2, S);  /* the upper fills; their caches are not read */
+    if (p->weighted) keep_entry(in, out, 3 * L, 1);
+    keep_entry(in, out, tail, 1);
+    keep_entry(in, out, tail + 1, H);
+    if (held_n && held_out != held_in) memcpy(held_out, held_in, sizeof(float) * (size_t)held_n * H);
+    memcpy(held_out + (int64_t)held_n * H, x, sizeof(float) * H);
+    /* The word's tokens' mean, step n weighing (n + 1) ** pool_exp as in the pooled mean (tova_pool). */
     float wsum = 0.f;
     for (int k = 0; k < H; ++k) u[k] = 0.f;
     for (int j = 0; j <= held_n; ++j) {
         const float wj = p->weighted ? powf(count + 2.f + (float)j, p->pool_exp) : 1.f;
-        const float *hj = held + (int64_t)j * H;
+        const float *hj = held_out + (int64_t)j * H;
         for (int k = 0; k < H; ++k) u[k] += wj * hj[k];
         wsum += wj;
     }
-    for (int k = 0; k < H; ++k) y[k] = wsum * adapter_b[k];
-    for (int j = 0; j < H; ++j) {  /* y += A u, column by column of A (rows of its transpose): no reduction */
-        const float *col = adapter_t + (int64_t)j * H, uj = u[j];
-        for (int k = 0; k < H; ++k) y[k] += col[k] * uj;
-    }
-    const float total = count > 0.f ? (p->weighted ? in[3 * p->L][0] : count + 1.f) : 1.f;
+    for (int k = 0; k < H; ++k) u[k] /= wsum;
+    const float su = quantize_u8(u, H, q);
+    gemv(aw, NULL, as, ar, ab, q, su, H, H, y);
+    const float total = count > 0.f ? (p->weighted ? in[3 * L][0] : count + 1.f) : 1.f;
     for (int k = 0; k < H; ++k) {
         const float sum = count > 0.f ? pooled[k] * total : p->sink_output[k];
-        u[k] = (sum + y[k]) / (total + wsum);
+        u[k] = (sum + wsum * y[k]) / (total + wsum);
     }
     readout_normalize(p->w_o, p->w4_o, p->s_o, p->r_o, p->b_o, u, H, p->O, p->residual, p->table + token * H, tsum,
                       seen, tsum_out, q, emb);
@@ -560,18 +571,24 @@ void tf2rnn_tova_step_deferred(const tf2rnn_tova_params *p, int64_t token, int32
 
 /* `tail_layers` (TOVAAttentionCell.step_upper): a finished word's n held layer-K outputs (held [n, H]) through layers
  * [K, L) and into the pooled mean, token by token, then the embedding (the token sum `tsum` already holds the word).
- * `out`'s upper layers' and pooling's entries are written, from `in`'s; the lower layers' are neither. */
+ * `out`'s upper layers' and pooling's entries are written from `in`'s (keys and values new, or `in`'s in place with
+ * token j's rows, slots and replaced rows at rows + j (L - K) 2 H, slots + j (L - K), replaced + j (L - K) 2 H where
+ * not NULL); the lower layers' fills are copied where `out`'s pointers differ, their caches neither read nor written. */
 void tf2rnn_tova_commit(const tf2rnn_tova_params *p, int32_t K, int32_t n, const float *held, float *const *in,
-                        float *const *out, const float *tsum, const int64_t *seen, float *emb) {
-    const int H = p->H;
-    float *no_rows = NULL, *no_replaced = NULL, x[H];
-    int32_t *no_slots = NULL;
+                        float *const *out, float *rows, int32_t *slots, float *replaced, const float *tsum,
+                        const int64_t *seen, float *emb) {
+    const int H = p->H, U = p->L - K;
+    float x[H];
     float *no_tsum_out = NULL;
+    for (int l = 0; l < K; ++l) keep_entry(in, out, 3 * l + 2, p->S);
     const int two = pool_claim();
     for (int j = 0; j < n; ++j) {
         float *const *from = j ? out : in;  /* then in place on the new state */
+        float *rj = rows ? rows + (int64_t)j * U * 2 * H : NULL;
+        float *pj = replaced ? replaced + (int64_t)j * U * 2 * H : NULL;
+        int32_t *sj = slots ? slots + (int64_t)j * U : NULL;
         memcpy(x, held + (int64_t)j * H, sizeof(float) * H);
-        tova_layers(p, two, 1, K, p->L, x, &from, &out, &no_rows, &no_slots, &no_replaced);
+        tova_layers(p, two, 1, K, p->L, x, &from, &out, &rj, &sj, &pj);
         tova_pool(p, 1, x, NULL, &from, &out, &tsum, &seen, &no_tsum_out, &emb);
     }
     pool_release(two);

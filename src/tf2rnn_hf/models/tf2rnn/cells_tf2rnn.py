@@ -1088,8 +1088,10 @@ class TOVAAttentionCell(TF2RNNCell):
         count, pooled = state[-2], state[-1]
         total = self._pooled_total(count, state)
         weights = self._pool_weights(count + 1 + torch.arange(held.shape[1], device=held.device)[None])  # [B, P]
-        typed = (self.tail_adapter(held) * weights[..., None]).sum(1)
-        return (self._pooled_sum(count, pooled, total) + typed) / (total + weights.sum(1, keepdim=True))
+        weight = weights.sum(1, keepdim=True)
+        # The adapter is affine: it maps the word's weighted mean, once (the fused step's order of operations).
+        typed = self.tail_adapter((held * weights[..., None]).sum(1) / weight) * weight
+        return (self._pooled_sum(count, pooled, total) + typed) / (total + weight)
 
     def step(self, inputs, state):
         outputs, state = self._step_all(inputs, state)
