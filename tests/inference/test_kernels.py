@@ -426,6 +426,7 @@ def test_deferring_live_keystrokes_equal_the_whole_state_steps_from_scratch(teac
             assert torch.equal(encoder.embedding, from_scratch(text)), (max_checkpoints, text)
         if max_checkpoints is None:
             assert not built  # every move of the live cache was in place
+        assert encoder._batch.nbytes(encoder._id) > 0
         # A pause's full embedding rebuilds the state from rows once and leaves the stream as it was.
         full = encoder.full_embedding
         assert torch.dot(full, student_encoder(model, tokenizer)([text])[0]) >= 0.995

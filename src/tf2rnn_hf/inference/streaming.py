@@ -97,9 +97,10 @@ class _SlotCheckpoint:
                 cell.append(cache)
             cell.append(next(small))  # the layer's fill
         cell += list(small)
-        self.full = TF2RNNState(cell, self.token_sum, self.seen_tokens, self.last_embedding, self.held_outputs())
+        self.full = TF2RNNState(cell, self.token_sum, self.seen_tokens, self.last_embedding, self.held_outputs)
         return self.full
 
+    @property
     def held_outputs(self) -> Optional[torch.Tensor]:
         """The current word's outputs a deferring stream holds for the upper layers (`_DeferredCheckpoint`): none."""
         return None
@@ -194,6 +195,7 @@ class _DeferredCheckpoint(_RecordCheckpoint):
     def held_tokens(self) -> int:
         return self.held
 
+    @property
     def held_outputs(self) -> Optional[torch.Tensor]:
         return self._held if self.held else None
 
@@ -715,7 +717,7 @@ class BatchStreamingEncoder:
         held_n = parent.held_tokens
         if isinstance(parent, _DeferredCheckpoint):
             return a, parent.count, parent.seen, parent.held_pointer(), held_n
-        held = parent.held_outputs() if isinstance(parent, _SlotCheckpoint) else parent.held_outputs
+        held = parent.held_outputs
         if held is not None:
             held = held.contiguous()
             a = a._replace(keep=(a.keep, held))  # alive until the native call

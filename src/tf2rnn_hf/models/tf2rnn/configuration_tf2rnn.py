@@ -77,8 +77,10 @@ class TF2RNNConfig(PretrainedConfig):
             embedding pools the finished words' top-layer outputs and the current word's outputs of layer
             `tail_layers`, mapped by a learned linear `tail_adapter` (the identity in a fresh model; the distillation
             recipe starts it at a least-squares fit). `forward` returns
-            it as `tail_hidden_state` where given `word_starts`. Training only, for now: every step, stream and
-            bulk encoding still runs every layer on every token (the full embedding).
+            it as `tail_hidden_state` where given `word_starts`; `TF2RNNModel.step_deferred` steps a token through
+            the lower layers only and `commit_word` runs a finished word through the upper ones, and the streaming
+            encoders use them (a keystroke inside a word shows the second embedding, a word's end the full one).
+            `step`, `forward` and bulk encoding still run every layer on every token (the full embedding).
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
