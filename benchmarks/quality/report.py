@@ -1262,6 +1262,40 @@ def per_word_table() -> str:
                               "two whole layers show their only embedding") if rows else ""
 
 
+# Typing sentences (student.sh, session 66): (label, the speed run, the shape's name in it), int8 streams.
+TYPING = (("two whole layers", "student-speed-v66-2", "shape-l2-s32-int4_int8"),
+          ("three whole layers", "student-speed-v66-2", "shape-l3-s32-int4_int8"),
+          ("six layers, K = 2: upper layers at word ends", "student-speed-v66-2", "shape-l6-tail2-s32-int4_int8"),
+          ("six layers, K = 2: every layer at every keystroke", "student-speed-v66-2",
+           "shape-l6-tail2-s32-int4_int8_every_layer"),
+          ("six layers, K = 2, at word ends (v66-1: whole states a keystroke, fp32 adapter)", "student-speed-v66-1",
+           "shape-l6-tail2-s32-int4_int8"))
+
+
+def typing_table() -> str:
+    """Sentences typed key by key (benchmarks/run.py's typing section): the teacher's re-encoding over each student's
+    mean keystroke, its word-end keystroke and its keystroke inside a word, at 64 and 256 tokens of prefix."""
+    rows = {}
+    for label, run, name in TYPING:
+        speed = load(run)
+        if not speed or not speed.get("typing"):
+            continue
+        row = {}
+        for r in speed["typing"]:
+            ratio = r.get(f"speedup_{name}")
+            if ratio:
+                n = r["prefix_tokens"]
+                row.update({f"{n} tokens: mean": f"{ratio['mean']:.0f}x", f"{n}: word end": f"{ratio['word_end']:.0f}x",
+                            f"{n}: inside a word": f"{ratio['in_word']:.0f}x"})
+        if row:
+            rows[label] = row
+    return format_table(rows, "Typing sentences (student.sh, session 66, a Zen 5 host, AVX512-VNNI): fresh shapes at "
+                              "32 slots with int4 products, int8 streams typing WORDS key by key, each keystroke "
+                              "timed; the teacher re-encoding the prefix (its faster setting) over the student's "
+                              "mean keystroke, its keystrokes that end a word (a space) and those inside one (--quick, "
+                              "one run)") if rows else ""
+
+
 # A CPU training step's throughput (student.sh, session 42): (label, the student.sh row), the fast tier's shape.
 THROUGHPUT = (("12,000 texts, 7 min (`make distill`'s budget): 87144e7's trainer (Python rows, fp32)",
                "student-tova-l1-quick-lr3e-4-grouped-posweight-final4-at87144e7"),
@@ -1419,7 +1453,7 @@ def main():
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
                            one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(), host_table(), int4_table(),
-                           two_layer_open_table(), equal_bytes_table(), per_word_table(),
+                           two_layer_open_table(), equal_bytes_table(), per_word_table(), typing_table(),
                            corpus_table(), documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:

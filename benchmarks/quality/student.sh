@@ -1703,3 +1703,16 @@ int4_shape l3-s32-int4 3
 int4_shape l6-tail2-s32-int4 6 2
 [ -f "$OUT/student-speed-v66-1.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v66-1.json" \
   --compare outputs/shape-l2-s32-int4 outputs/shape-l3-s32-int4 outputs/shape-l6-tail2-s32-int4
+# -> v66-1 (the first deferring streams: whole states a keystroke): typing at 64 / 256 tokens, mean / word end / in a
+# -> word, six layers K = 2 49.9x / 37.6x / 66.8x and 125.5x / 112.7x / 182.1x; the same every layer at every
+# -> keystroke 62.7x / 613x / 62.7x and 162x / 1,552x / 168x; two whole layers 108x / 412x / 137x and 321x / 1,125x /
+# -> 301x: copying the lower caches, torch's allocations and an fp32 adapter (half a layer's bytes) cost more than the
+# -> four layers saved. The same after deferring streams moved to their live cache (records undone by deletes) and
+# -> the adapter to int8:
+[ -f "$OUT/student-speed-v66-2.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v66-2.json" \
+  --compare outputs/shape-l2-s32-int4 outputs/shape-l3-s32-int4 outputs/shape-l6-tail2-s32-int4
+# -> v66-2: typing at 64 / 256 tokens, mean / word end / inside a word: six layers K = 2 82.6x / 61.5x / 140.4x and
+# -> 195.1x / 166.2x / 372.3x; the same student running every layer at every keystroke 70.7x / 570x / 78.4x and 165.0x
+# -> / 1,657x / 183.7x; two whole layers 128.3x / 516x / 156.1x and 362.2x / 1,147x / 347.0x; three 114.0x / 673x /
+# -> 123.2x and 257.8x / 1,606x / 287.7x. Inside a word six layers now cost what two do (58.4 against 54.2 us, a probe
+# -> of 300 words "brown " typed at 64 tokens, one thread); a word's end runs the other four for its tokens (96.5 us).
