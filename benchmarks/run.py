@@ -97,6 +97,13 @@ def teacher_pass(teacher, ids, bf16: bool):
     return call
 
 
+def time_teacher(samples: dict, teacher, ids, threads: int) -> None:
+    """One call of the teacher re-encoding `ids` at each precision, added to `samples` (teacher_fp32_Nt, _bf16_Nt)."""
+    for bf16 in (False, True):
+        samples.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
+            timed(teacher_pass(teacher, ids, bf16), 1))
+
+
 def best_ratio(row: dict, student: str) -> float:
     """The fastest teacher setting in a timing row over the student's faster thread setting (medians)."""
     teacher = min(v["median_ms"] for k, v in row.items() if k.startswith("teacher_"))
@@ -121,9 +128,7 @@ def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=
             keys = {name: aligned_keystroker(model, tokenizer, n) for name, model in models.items()}
             samples = {}
             for _ in range(repeat):
-                for bf16 in (False, True):
-                    samples.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
-                        timed(teacher_pass(teacher, ids, bf16), 1))
+                time_teacher(samples, teacher, ids, threads)
                 for name, sessions in (onnx_teachers or {}).items():
                     feeds = {k: v.numpy() for k, v in ids.items()}
                     samples.setdefault(f"teacher_{name}_{threads}t", []).extend(
@@ -172,16 +177,13 @@ def bench_typing(models, tokenizer, teacher, lengths, repeat):
     rows = []
     for n in lengths:
         prefix = text_of_tokens(tokenizer, n)
-        ids = teacher.tokenizer([prefix], return_tensors="pt")
-        row = {"prefix_tokens": n}
+        ids, row = teacher.tokenizer([prefix], return_tensors="pt"), {"prefix_tokens": n}
         for threads in (1, 2):
             torch.set_num_threads(threads)
             keys = {name: typist(model, tokenizer, prefix, defer) for name, (model, defer) in streams.items()}
             teacher_times, times = {}, {}
             for _ in range(repeat):
-                for bf16 in (False, True):
-                    teacher_times.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
-                        timed(teacher_pass(teacher, ids, bf16), 1))
+                time_teacher(teacher_times, teacher, ids, threads)
                 for name, key in keys.items():
                     block = [key() for _ in range(STUDENT_BLOCK)]
                     times.setdefault(name, []).extend(block[1:])  # the first is cold (as bench_keystrokes' warm)

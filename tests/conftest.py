@@ -108,3 +108,21 @@ def lively_gru_student(teacher):
         for p in model.cell.parameters():
             p.normal_(0, 0.2)
     return model.eval(), tokenizer
+
+
+def apply_edits(encoder, script, expected, atol: float = 0.0):
+    """Apply `script` ((type, text) and (delete, n) edits; a delete past the start takes what there is) to a streaming
+    `encoder`, its text and embedding checked after each edit: within `atol` of `expected(text)` (0: bit for bit)."""
+    text = ""
+    for op, arg in script:
+        if op == "type":
+            encoder.type(arg)
+            text += arg
+        else:
+            n = min(arg, len(text))
+            encoder.delete(n)
+            text = text[:len(text) - n]
+        assert encoder.text == text
+        gap = (encoder.embedding - expected(text)).abs().max()
+        assert gap <= atol if atol else torch.equal(encoder.embedding, expected(text)), repr(text)
+    return encoder

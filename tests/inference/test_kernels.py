@@ -8,6 +8,7 @@ import time
 
 import pytest
 import torch
+from conftest import apply_edits
 
 from tf2rnn_hf import TF2RNNConfig, TF2RNNModel
 from tf2rnn_hf.distill import build_student
@@ -368,17 +369,8 @@ def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeyp
               ("type", " cache past four slots and"), ("delete", 1), ("delete", 12), ("type", "x"), ("delete", 3),
               ("type", "ots, then more words"), ("delete", 40), ("type", "again")]
     for max_checkpoints in (None, 2):
-        encoder, text = StreamingEncoder(quantized, tokenizer, max_checkpoints=max_checkpoints), ""
-        for op, arg in script:
-            if op == "type":
-                encoder.type(arg)
-                text += arg
-            else:
-                encoder.delete(arg)
-                text = text[:-arg]
-            assert encoder.text == text
-            assert torch.equal(encoder.embedding, _fused_from_scratch(quantized, tokenizer, text)), \
-                (max_checkpoints, text)
+        apply_edits(StreamingEncoder(quantized, tokenizer, max_checkpoints=max_checkpoints), script,
+                      lambda text: _fused_from_scratch(quantized, tokenizer, text))
         if max_checkpoints is None:
             assert not built  # every move of the live cache was in place
 
@@ -414,16 +406,9 @@ def test_deferring_live_keystrokes_equal_the_whole_state_steps_from_scratch(teac
               ("type", " cache past four slots, and"), ("delete", 1), ("delete", 12), ("type", "x"), ("delete", 3),
               ("type", "ots, then more words "), ("delete", 40), ("type", "again unbelievably")]
     for max_checkpoints in (None, 2):
-        encoder, text = StreamingEncoder(quantized, tokenizer, max_checkpoints=max_checkpoints), ""
-        for op, arg in script:
-            if op == "type":
-                encoder.type(arg)
-                text += arg
-            else:
-                encoder.delete(arg)
-                text = text[:-arg]
-            assert encoder.text == text
-            assert torch.equal(encoder.embedding, from_scratch(text)), (max_checkpoints, text)
+        encoder = apply_edits(StreamingEncoder(quantized, tokenizer, max_checkpoints=max_checkpoints), script,
+                                from_scratch)
+        text = encoder.text
         if max_checkpoints is None:
             assert not built  # every move of the live cache was in place
         assert encoder._batch.nbytes(encoder._id) > 0

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from conftest import apply_edits
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -132,8 +133,14 @@ def test_deferring_is_the_default_of_a_tail_student_and_can_be_turned_off(deferr
         StreamingEncoder(*inherited, defer_words=True)
 
 
-def test_deferring_batched_streams_match_single_streams(deferring):
-    model, tokenizer = deferring
+def run_script(model, tokenizer, enc: StreamingEncoder, script, expect=scratch) -> None:
+    """Apply `script` to `enc`, checking its text and embedding against the model from scratch (`expect`) after each
+    edit."""
+    apply_edits(enc, script, lambda text: expect(model, tokenizer, text), atol=1e-5)
+
+
+def batched_edits(model, tokenizer, expect=scratch) -> BatchStreamingEncoder:
+    """Three streams edited together, each checked against the model from scratch (`expect`)."""
     batch = BatchStreamingEncoder(model, tokenizer)
     ids = batch.open(3)
     batch.type({ids[0]: "hello wor", ids[1]: "streams of", ids[2]: "x"})
@@ -141,36 +148,18 @@ def test_deferring_batched_streams_match_single_streams(deferring):
     batch.delete({ids[1]: 3})
     for i, text in zip(ids, ["hello world", "streams", "xyz abc, d"]):
         assert batch.text(i) == text
-        assert (batch.embedding(i) - deferred_scratch(model, tokenizer, text)).abs().max() <= 1e-5
+        assert (batch.embedding(i) - expect(model, tokenizer, text)).abs().max() <= 1e-5
         assert batch.nbytes(i) > 0
+    return batch
 
 
-def run_script(model, tokenizer, enc: StreamingEncoder, script, expect=scratch) -> None:
-    """Apply `script` to `enc`, checking its text and embedding against the model from scratch (`expect`) after each
-    edit."""
-    text = ""
-    for op, arg in script:
-        if op == "type":
-            enc.type(arg)
-            text += arg
-        else:
-            n = min(arg, len(text))
-            enc.delete(n)
-            text = text[:len(text) - n]
-        assert enc.text == text
-        assert (enc.embedding - expect(model, tokenizer, text)).abs().max() <= 1e-5, repr(text)
+def test_deferring_batched_streams_match_single_streams(deferring):
+    batched_edits(*deferring, expect=deferred_scratch)
 
 
 def test_batch_streams_match_single_streams(student):
-    model, tokenizer = student
-    batch = BatchStreamingEncoder(model, tokenizer)
-    ids = batch.open(3)
-    batch.type({ids[0]: "hello wor", ids[1]: "streams of", ids[2]: "x"})
-    batch.type({ids[0]: "ld", ids[2]: "yz abc"})
-    batch.delete({ids[1]: 3})
-    for i, text in zip(ids, ["hello world", "streams", "xyz abc"]):
-        assert batch.text(i) == text
-        assert (batch.embedding(i) - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+    batch = batched_edits(*student)
+    ids = list(batch.streams)
     batch.close(ids[1])
     with pytest.raises(KeyError, match="No open stream"):
         batch.embedding(ids[1])
