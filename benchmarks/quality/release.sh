@@ -28,6 +28,10 @@
 #     32 slots with an int4 stage, at about two int8 layers' keystroke (docs/experiments.md, session 63):
 #     NAME=tf2rnn-minilm-l3-int4 PRESET=inherited-fast EXTRA="--num_hidden_layers 3 --learning_rate 5e-4" SLOTS=32
 #     INT4_STEPS=3000.
+#   tf2rnn-minilm-l6-tail2-int4 (session 66's candidate): all six layers, the upper four waiting for each word's end
+#     (--tail_layers 2: a keystroke inside a word runs two), at 32 slots with an int4 stage:
+#     NAME=tf2rnn-minilm-l6-tail2-int4 PRESET=inherited-fast EXTRA="--num_hidden_layers 6 --learning_rate 3e-4
+#     --tail_layers 2" SLOTS=32 INT4_STEPS=3000.
 #   tf2rnn-minilm-l6: all six layers, causal, by the same recipe at lr 3e-4, the recipe's second seed (session 50):
 #     NAME=tf2rnn-minilm-l6 PRESET=inherited-fast EXTRA="--num_hidden_layers 6 --learning_rate 3e-4 --seed 1". Its
 #     first (seed 0) is student.sh's session-49 row.

@@ -1269,7 +1269,12 @@ TYPING = (("two whole layers", "student-speed-v66-2", "shape-l2-s32-int4_int8"),
           ("six layers, K = 2: every layer at every keystroke", "student-speed-v66-2",
            "shape-l6-tail2-s32-int4_int8_every_layer"),
           ("six layers, K = 2, at word ends (v66-1: whole states a keystroke, fp32 adapter)", "student-speed-v66-1",
-           "shape-l6-tail2-s32-int4_int8"))
+           "shape-l6-tail2-s32-int4_int8"),
+          ("v66-3: two whole layers (the default's shape)", "student-speed-v66-3", "shape-l2-s32-int4_int8"),
+          ("v66-3: tf2rnn-minilm-l6-tail2-int4 (trained by the release's recipe)", "student-speed-v66-3",
+           "tf2rnn-minilm-l6-tail2-int4_int8"),
+          ("v66-3: the same, every layer at every keystroke", "student-speed-v66-3",
+           "tf2rnn-minilm-l6-tail2-int4_int8_every_layer"))
 
 
 def typing_table() -> str:

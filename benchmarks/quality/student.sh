@@ -1716,3 +1716,17 @@ int4_shape l6-tail2-s32-int4 6 2
 # -> / 1,657x / 183.7x; two whole layers 128.3x / 516x / 156.1x and 362.2x / 1,147x / 347.0x; three 114.0x / 673x /
 # -> 123.2x and 257.8x / 1,606x / 287.7x. Inside a word six layers now cost what two do (58.4 against 54.2 us, a probe
 # -> of 300 words "brown " typed at 64 tokens, one thread); a word's end runs the other four for its tokens (96.5 us).
+# The candidate trained by the release's recipe (release.sh's tf2rnn-minilm-l6-tail2-int4: 45 minutes at lr 3e-4 with
+# --tail_layers 2, a 3,000-step int4 stage, 32 slots; release-tf2rnn-minilm-l6-tail2-int4.json), what it shows inside a
+# word (the probe) and its keystroke beside the default's shape. Alone.
+[ -f benchmarks/probes/results/deferred-depth-s66-l6-tail2-int4-release.json ] || $PY benchmarks/probes/deferred_depth.py \
+  outputs/tf2rnn-minilm-l6-tail2-int4 --tail_layers \
+  --output benchmarks/probes/results/deferred-depth-s66-l6-tail2-int4-release.json
+[ -f "$OUT/student-speed-v66-3.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v66-3.json" \
+  --compare outputs/shape-l2-s32-int4 outputs/tf2rnn-minilm-l6-tail2-int4
+# -> The candidate by `tf2rnn evaluate` at 32 slots, int4: 0.9575 / 0.727, STS-B 81.15, keystroke cosine 0.947 (its
+# -> streams defer), passages 0.852 / 0.656, Bible R@1 0.966, WordNet R@1 0.202, Lee 0.661; in training (the recipe's
+# -> own held-out texts) 0.970 / 0.791 after the fp32 stage, 0.962 / 0.770 after the int4 stage. Inside a word (the
+# -> probe) 0.921 / 0.927 / 0.638 (final / all-prefix / NA@10). v66-3, typing at 64 / 256 tokens, mean / word end /
+# -> inside a word: 65.4x / 57.9x / 125.1x and 201.5x / 145.9x / 327.7x; every layer 56.4x / 165.2x mean; the
+# -> default's shape in the same run 127.2x / 496x / 126.1x and 298.2x / 1,354x / 379.5x (--quick runs move 10-20%).
