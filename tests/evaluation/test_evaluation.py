@@ -103,16 +103,25 @@ def test_static_pca_baseline_is_exact_and_does_not_depend_on_the_random_state():
     assert tables[0].pow(2).sum() == pytest.approx(float(top.pow(2).sum()), rel=1e-4)
 
 
-def test_keystroke_fidelity_matches_the_streaming_path(teacher):
+# The second: a student whose streams defer its upper layer to word ends (tail_layers), so that inside a word they show
+# the second embedding, which the suite must score (with the full one it read 0.947 for session 66's candidate).
+@pytest.mark.parametrize("student", [dict(hidden_size=16, token_init="input_embeddings"),
+                                     dict(cell_type="tova_attention", num_hidden_layers=2, tail_layers=1)])
+def test_keystroke_fidelity_matches_the_streaming_path(teacher, student):
     from tf2rnn_hf.evaluation import keystroke_fidelity
     from tf2rnn_hf.inference.streaming import StreamingEncoder
 
     torch.manual_seed(0)
-    model, tok = build_student(teacher, hidden_size=16, token_init="input_embeddings")
-    text = "Hello there"
+    model, tok = build_student(teacher, **student)
+    if "tail_layers" in student:
+        with torch.no_grad():  # an adapter away from the identity, so that the wrong embedding shows
+            model.cell.tail_adapter.weight.add_(torch.randn_like(model.cell.tail_adapter.weight) * 0.05)
+        with pytest.raises(ValueError, match="tokenizer"):
+            keystroke_fidelity(model, None)
+    text = "Hello there, unbelievable"
     ds, _ = trajectories.compute_shard([text], teacher, trajectories.TrajectorySettings(prefix_unit="char",
                                                                                         bf16=False))
-    table = keystroke_fidelity(model, ds)
+    table = keystroke_fidelity(model, ds, tokenizer=tok)
     stream, cos = StreamingEncoder(model, tok), []
     targets = torch.as_tensor(ds.with_format("numpy")[0]["trajectory"], dtype=torch.float32)
     ends = ds[0]["char_ends"]

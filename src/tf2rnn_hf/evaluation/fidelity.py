@@ -13,7 +13,7 @@ import torch
 from ..data.teacher import Teacher
 from ..data.trajectories import byte_rows
 from ..models import TF2RNNModel
-from ..utils import pad_ids
+from ..utils import continuation_table, pad_ids
 from . import scores
 from .baselines import StaticEmbedding
 
@@ -87,9 +87,18 @@ def keystroke_fidelity(model: TF2RNNModel, char_dataset, token_vectors: Optional
 
     The student's embedding of text[:c] is what the streaming encoder shows after typing c characters
     (the two are equal, tested); it is computed here in batches of prefixes. A byte student (pass its
-    `tokenizer`) reads the prefixes' bytes; `prefixes` and the static baseline are the teacher's tokens.
+    `tokenizer`) reads the prefixes' bytes; `prefixes` and the static baseline are the teacher's tokens. A student
+    with `tail_layers` (pass its `tokenizer`) streams its upper layers at word ends only, and every prefix here ends
+    with a keystroke that changed a token, inside a word or on punctuation: it shows the second embedding
+    (`tail_hidden_state`), so that is what is scored.
     """
     model.eval()
+    continues = None
+    if getattr(model.config, "tail_layers", None) is not None:
+        if tokenizer is None:
+            raise ValueError("keystroke_fidelity of a tail_layers student needs its tokenizer: its streams show the "
+                             "second embedding inside a word, whose word starts the tokenizer's '##' tokens mark.")
+        continues = continuation_table(tokenizer)
     prefixes, targets = [], []
     for row in char_dataset.with_format("numpy", columns=["char_input_ids", "trajectory"]):
         prefixes.extend(list(ids) for ids in row["char_input_ids"])
@@ -107,7 +116,11 @@ def keystroke_fidelity(model: TF2RNNModel, char_dataset, token_vectors: Optional
         for start in range(0, len(order), batch_size):
             idx = order[start:start + batch_size]
             ids, mask = pad_ids([prefixes[i] for i in idx])
-            student[idx] = model(ids, attention_mask=mask, use_cache=False).pooler_output.float()
+            if continues is None:
+                student[idx] = model(ids, attention_mask=mask, use_cache=False).pooler_output.float()
+            else:  # a masked position repeats the last real step's embedding, so the last column is each row's
+                out = model(ids, attention_mask=mask, use_cache=False, word_starts=(~continues[ids]).long())
+                student[idx] = out.tail_hidden_state[:, -1].float()
     table = {"student": {"keystroke_cosine": float(scores.cosine_fidelity(student, target).mean())}}
     if token_vectors is not None:
         static = StaticEmbedding(token_vectors).embed_ids(prefixes)
