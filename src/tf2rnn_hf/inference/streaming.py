@@ -32,8 +32,9 @@ inside a word steps the lower K layers only and shows the second embedding (`TF2
 `tail_hidden_state`); a token that begins a word (not a WordPiece "##" continuation) first runs the finished word
 through the upper layers, and so does whitespace, so the embedding after a word and a space is the full one (the
 model's `pooler_output`). `full_embedding` gives the full embedding at any time (a pause) without changing the stream.
-These streams keep whole states (the lower layers' caches are new at each keystroke, the upper layers' shared with
-the state they stepped from), one stream at a time.
+With the fused int8 step a stream types on its live cache (`_DeferredCheckpoint`: one record a keystroke, undone in
+place by deletes); without it, whole states (the lower layers' caches new at each keystroke, the upper layers' shared
+with the state they stepped from). Streams in a batch step one at a time.
 """
 
 import ctypes
@@ -350,13 +351,12 @@ class BatchStreamingEncoder:
         self.tokenizer = tokenizer
         # Words of ASCII letters and digits skip the tokenizer's pipeline (wordpiece.py: the same ids, cheaper cold).
         self._plain_words = ascii_wordpiece(tokenizer, self.backend) if self.backend is not None else None
-        tail = getattr(model.config, "tail_layers", None)
-        if defer_words and (tail is None or not hasattr(model, "step_deferred")):
+        can_defer = getattr(model.config, "tail_layers", None) is not None and hasattr(model, "step_deferred")
+        if defer_words and not can_defer:
             raise ValueError("defer_words steps a student trained with tail_layers (its upper layers at word ends); "
                              "this one has none.")
         # The tokens that continue a word: any other begins one, which ends the word before it.
-        self._continues = continuation_table(tokenizer).tolist() if tail is not None and defer_words is not False \
-            and hasattr(model, "step_deferred") else None
+        self._continues = continuation_table(tokenizer).tolist() if can_defer and defer_words is not False else None
         slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
         # Single keystrokes type on a live cache: a step writes its rows (one a layer, or a block of open
         # tokens when they commit) in place.

@@ -370,8 +370,9 @@ class Int8TOVAStep(_FusedStep):
         k, held_n = self.tail_layers, state.held_tokens
         old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
         new = [torch.empty((1, *shape)) if i < 3 * k else t for i, (shape, t) in enumerate(zip(self._shapes, old))]
-        held = torch.empty(1, held_n + 1, self.hidden_size)
-        held_in = state.held_outputs.contiguous().data_ptr() if held_n else None
+        held = torch.empty(1, held_n + 1, self.hidden_size)  # the kernel copies the word's earlier outputs in
+        earlier = state.held_outputs.contiguous() if held_n else None  # alive until the native call
+        held_in = earlier.data_ptr() if held_n else None
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         token_sum = torch.empty(1, self.output_size) if self.residual else tsum
         emb, seen = torch.empty(1, self.output_size), state.seen_tokens + 1
