@@ -523,7 +523,7 @@ def transfer_table() -> str:
         # that replaced it (sessions 35-51), on 150,000 then 300,000 drawn across all five; its shape
         # trained on a lent H200 (gpu.sh), on 470,000 drawn across all five; two and three whole layers trained there
         # alike (six causal ones since session 48); two, three and six whole layers released from 2 CPU cores (300,000
-        # drawn across all five; three at lr 3e-4, then 5e-4).
+        # drawn across all five; three at lr 3e-4, then 5e-4); session 66's six with the upper four at word ends.
         for label, file in (("released", "transfer-released"),
                             ("one layer (tf2rnn-minilm-l1)", "transfer-released-l1"),
                             ("one layer at lr 3e-4 (until session 49)", "transfer-released-lr3e-4"),
@@ -535,7 +535,8 @@ def transfer_table() -> str:
                             ("CPU two layers", "transfer-released-l2"),
                             ("CPU three layers, lr 3e-4", "transfer-released-l3-lr3e-4"),
                             ("CPU three layers", "transfer-released-l3"),
-                            ("CPU six causal layers", "transfer-released-l6")):
+                            ("CPU six causal layers", "transfer-released-l6"),
+                            ("CPU six layers, K = 2, int4", "transfer-released-l6-tail2-int4")):
             released = load(f"{file}-{source}")
             if not released:
                 continue
