@@ -101,3 +101,33 @@ def test_round_linear_weights_covers_every_linear_and_states_use_plain_names():
         round_linear_weights(nn.Sequential(nn.Linear(30, 4)), 4, 32)
     with pytest.raises(ValueError, match="'0' is a GRU, whose weights would stay unrounded"):
         round_linear_weights(nn.Sequential(nn.GRU(8, 8), nn.Linear(8, 4)), 4)
+
+
+def test_learned_scales_start_at_the_least_squares_clip_train_and_stay_on_the_grid_the_kernel_reads():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(128, 16), nn.GELU(), nn.Linear(16, 4))
+    first = model[0].weight.detach().clone()
+    assert round_linear_weights(model, 4, learned_scale=True) == ["0", "2"]
+    scale = model[0].parametrizations.weight[0].scale
+    # it starts where the least-squares clip puts it, so the rounding is already closer than at each row's maximum
+    assert torch.allclose(model[0].weight, round_weight(first, 4, clip=clip_ratios(first, 4)), atol=1e-6)
+    assert (model[0].weight - first).square().sum() < (round_weight(first, 4) - first).square().sum()
+    x = torch.randn(32, 128)
+    model(x).square().sum().backward()
+    latent = model[0].parametrizations.weight.original
+    clipped = first.abs() > 7 * scale.detach()[:, :, 0] + 1e-6
+    assert clipped.any() and (latent.grad[clipped] == 0).all() and (latent.grad[~clipped] != 0).all()
+    assert scale.grad is not None and scale.grad.abs().sum() > 0  # the scale trains with the weights
+    # Whatever the scale, the weight stays on a grid whose row maximum is the top level: what the int4 kernel reads.
+    for factor in (0.5, 10.0):
+        with torch.no_grad():
+            scale.mul_(factor)
+        assert torch.allclose(round_weight(model[0].weight, 4), model[0].weight, atol=1e-6, rtol=0)
+    # The saved student holds the rounded weights alone; a checkpoint keeps the scales, and loads them back.
+    assert set(plain_state_dict(model, rounded=True)) == {"0.weight", "0.bias", "2.weight", "2.bias"}
+    kept = plain_state_dict(model, rounded=False)
+    assert torch.equal(kept["0.parametrizations.weight.0.scale"], scale)
+    again = nn.Sequential(nn.Linear(128, 16), nn.GELU(), nn.Linear(16, 4))
+    round_linear_weights(again, 4, learned_scale=True)
+    again.load_state_dict(kept)
+    assert torch.equal(again[0].weight, model[0].weight)

@@ -40,6 +40,7 @@ from tf2rnn_hf.distill.quantization_aware import round_weight
 from tf2rnn_hf.distill.recipe import PRESETS_DIR, parse, presets
 from tf2rnn_hf.distill.sparse_adamw import RowSparseAdamW
 from tf2rnn_hf.distill.trainer import TimeBudgetProgressCallback
+from tf2rnn_hf.inference.kernels import quantize_rows4
 from tf2rnn_hf.models import TF2RNNModel
 
 ROOT = Path(__file__).parents[2]
@@ -248,29 +249,34 @@ def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
     assert all(np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0 for h in history)
 
 
-def _rounded_run(teacher, data, out, resume=None):
+def _rounded_run(teacher, data, out, resume=None, weight_scale="max"):
     """A one-layer inherited student trained 4 steps under --weight_bits 4, a checkpoint every 2."""
     torch.manual_seed(0)
     model, tok = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=8)
     args = DistillationTrainingArguments(
         output_dir=str(out), report_to=[], use_cpu=True, max_steps=4, per_device_train_batch_size=8,
         learning_rate=1e-3, remove_unused_columns=False, save_strategy="steps", save_steps=2, seed=0,
-        disable_tqdm=True, weight_bits=4)
+        disable_tqdm=True, weight_bits=4, weight_scale=weight_scale)
     trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
                                   data_collator=TrajectoryCollator(tok.pad_token_id))
     linears = {n: m for n, m in model.named_modules() if parametrize.is_parametrized(m, "weight")}
     assert linears and all(isinstance(m, torch.nn.Linear) for m in linears.values())
     before = {n: m.parametrizations.weight.original.detach().clone() for n, m in linears.items()}
+    scales = {n: m.parametrizations.weight[0].scale.detach().clone() for n, m in linears.items()
+              if weight_scale == "learned"}
     trainer.train(resume_from_checkpoint=resume)
     assert all(not torch.equal(m.parametrizations.weight.original, before[n]) for n, m in linears.items())
+    assert all(not torch.equal(linears[n].parametrizations.weight[0].scale, s) for n, s in scales.items())
     return trainer, tok, linears
 
 
-def test_weight_bits_trains_through_int4_saves_the_rounded_student_and_resumes(teacher, data, tmp_path):
+@pytest.mark.parametrize("weight_scale", ["max", "learned"])
+def test_weight_bits_trains_through_int4_saves_the_rounded_student_and_resumes(teacher, data, tmp_path, weight_scale):
     """`--weight_bits 4`: an inherited student trains on its linear weights rounded per row (the latent weights move);
     the saved student holds the rounded ones under their plain names, so that its plain forward, reloaded, is the one
-    that was trained; a checkpoint holds the latent ones, and training resumed from it ends where it would have."""
-    trainer, tok, linears = _rounded_run(teacher, data, tmp_path / "run")
+    that was trained; a checkpoint holds the latent ones (and learned scales), and training resumed from it ends where
+    it would have."""
+    trainer, tok, linears = _rounded_run(teacher, data, tmp_path / "run", weight_scale=weight_scale)
     trainer.save_model(str(tmp_path / "student"))
     saved = TF2RNNModel.from_pretrained(tmp_path / "student").eval()
     assert "readout" not in linears  # the readout stays fp32, as it trained
@@ -284,9 +290,18 @@ def test_weight_bits_trains_through_int4_saves_the_rounded_student_and_resumes(t
     with torch.no_grad():
         assert torch.allclose(saved(ids).pooler_output, trainer.model(ids).pooler_output, atol=1e-6)
     # Resumed from step 2's checkpoint (whose latent weights a missed load would leave at the inherited ones).
-    _, _, resumed = _rounded_run(teacher, data, tmp_path / "resumed", resume=tmp_path / "run" / "checkpoint-2")
+    _, _, resumed = _rounded_run(teacher, data, tmp_path / "resumed", resume=tmp_path / "run" / "checkpoint-2",
+                                 weight_scale=weight_scale)
     for name, m in linears.items():
         assert torch.equal(resumed[name].parametrizations.weight.original, m.parametrizations.weight.original)
+        assert torch.equal(resumed[name].weight, m.weight)  # the learned scales too
+    for name, m in saved.named_modules():  # on the one-scale-a-row grid the fused step reads as int4
+        if name in linears:
+            assert quantize_rows4(m.weight) is not None
+    with pytest.raises(ValueError, match="pass --weight_bits too"):
+        DistillationTrainingArguments(output_dir=str(tmp_path), weight_scale="learned")
+    with pytest.raises(ValueError, match="'max' or 'learned'"):
+        DistillationTrainingArguments(output_dir=str(tmp_path), weight_bits=4, weight_scale="mse")
     with pytest.raises(ValueError, match="pass --weight_bits too"):
         DistillationTrainingArguments(output_dir=str(tmp_path), weight_group=32)
     with pytest.raises(ValueError, match="2..8-bit"):

@@ -7,7 +7,9 @@ least. The forward sees the rounded weight and the gradient passes to the latent
 straight-through estimator); the student is saved with the rounded values, so its plain fp32 forward is the one that
 was trained, and the fused step reads them as int4 (`inference/kernels`). The trainer keeps the readout unrounded.
 A row's scale clipped below its largest value (`clip_ratios`) rounds a trained weight closer, and after training that
-pays; trained through, it cost more than it bought (docs/experiments.md, session 55).
+pays; trained through at a fixed ratio, it cost more than it bought (docs/experiments.md, session 55). A learned scale
+(`learned_scale`, after LSQ: Esser et al. 2020) starts at that ratio and trains with the weights, the values it clips
+getting no gradient.
 """
 
 from typing import Dict, List, Optional, Sequence
@@ -61,22 +63,43 @@ def clip_ratios(weight: torch.Tensor, bits: int, group: Optional[int] = None) ->
 
 
 class RoundedWeight(nn.Module):
-    """A parametrization: the weight as `round_weight` leaves it, with the gradient of the unrounded one."""
+    """A parametrization: the weight as `round_weight` leaves it, with the gradient of the unrounded one.
 
-    def __init__(self, bits: int, group: Optional[int] = None):
+    With `learned_scale` (the weight it starts from) each block's scale is a parameter (`scale` [rows, blocks, 1]),
+    started at `clip_ratios`' least-squares clip and trained by the straight-through gradient of the rounding (LSQ);
+    values beyond the clip get none. A scale never exceeds its block's largest magnitude over the top level, so the
+    largest value sits on that level and the saved weight is on the grid `quantize_rows4` reads (one scale a row)."""
+
+    def __init__(self, bits: int, group: Optional[int] = None, learned_scale: Optional[torch.Tensor] = None):
         super().__init__()
         self.bits, self.group = bits, group
+        self.scale = None
+        if learned_scale is not None:
+            w = learned_scale.detach().float()
+            anchor = self._anchor(w)
+            self.scale = nn.Parameter((anchor * clip_ratios(w, bits, group)).to(learned_scale.dtype))
+
+    def _anchor(self, weight: torch.Tensor) -> torch.Tensor:
+        """Each block's largest magnitude over the top level: `round_weight`'s scale ([rows, blocks, 1])."""
+        qmax = 2 ** (self.bits - 1) - 1
+        return weight.reshape(weight.shape[0], -1, self.group or weight.shape[1]).abs().amax(-1, keepdim=True) \
+            .clamp(min=1e-12) / qmax
 
     def forward(self, weight: torch.Tensor) -> torch.Tensor:
-        return weight + (round_weight(weight.detach(), self.bits, self.group) - weight.detach())
+        if self.scale is None:
+            return weight + (round_weight(weight.detach(), self.bits, self.group) - weight.detach())
+        qmax = 2 ** (self.bits - 1) - 1
+        scale = torch.minimum(self.scale.abs(), self._anchor(weight.detach()))
+        levels = (weight.reshape(*scale.shape[:2], -1) / scale).clamp(-qmax, qmax)
+        return ((levels + (levels.round() - levels).detach()) * scale).reshape(weight.shape)
 
 
 def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = None,
-                         keep: Sequence[str] = ()) -> List[str]:
-    """Make every `nn.Linear` of `model` run on its weight rounded to int-`bits` (`RoundedWeight`), except those
-    named in `keep` or under them; returns their names. The token table is an embedding and stays fp32, as the int8
-    kernels keep it. The modules still load a plain state (`weight`, as `plain_state_dict` writes it) into their
-    latent weights."""
+                         keep: Sequence[str] = (), learned_scale: bool = False) -> List[str]:
+    """Make every `nn.Linear` of `model` run on its weight rounded to int-`bits` (`RoundedWeight`, its scales learned
+    with `learned_scale`), except those named in `keep` or under them; returns their names. The token table is an
+    embedding and stays fp32, as the int8 kernels keep it. The modules still load a plain state (`weight`, as
+    `plain_state_dict` writes it) into their latent weights."""
     if has_rounded_weights(model):
         raise ValueError(f"{type(model).__name__} rounds its linear weights already (round_linear_weights ran).")
     recurrent = [(name, type(m).__name__) for name, m in model.named_modules() if isinstance(m, nn.RNNBase)]
@@ -87,7 +110,8 @@ def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = Non
     for name, module in model.named_modules():
         if isinstance(module, nn.Linear) and not any(name == k or name.startswith(k + ".") for k in keep):
             round_weight(module.weight.detach(), bits, group)  # a group that does not divide the row fails here
-            parametrize.register_parametrization(module, "weight", RoundedWeight(bits, group))
+            parametrize.register_parametrization(
+                module, "weight", RoundedWeight(bits, group, module.weight if learned_scale else None))
             module.register_load_state_dict_pre_hook(_load_plain_weight)
             names.append(name)
     if not names:
@@ -101,6 +125,12 @@ def _load_plain_weight(module, state_dict, prefix, *args) -> None:
 
 
 _LATENT = "parametrizations.weight.original"  # where a parametrized module keeps its unrounded weight
+_SCALE = "parametrizations.weight.0.scale"  # a learned scale (RoundedWeight's)
+
+
+def is_learned_scale(name: str) -> bool:
+    """Whether a state entry is a learned scale of `RoundedWeight` (a checkpoint's, which a plain student has not)."""
+    return name == _SCALE or name.endswith("." + _SCALE)
 
 
 def has_rounded_weights(model: nn.Module) -> bool:
@@ -110,9 +140,12 @@ def has_rounded_weights(model: nn.Module) -> bool:
 
 def plain_state_dict(model: nn.Module, rounded: bool) -> Dict[str, torch.Tensor]:
     """`model`'s state under its plain names (`weight`, not the parametrization's): each weight rounded, as the
-    forward uses it (what a saved student holds), or latent (what a checkpoint holds, to resume training from)."""
+    forward uses it (what a saved student holds), or latent (what a checkpoint holds, to resume training from, with
+    the learned scales)."""
     state = {}
     for name, tensor in model.state_dict().items():
+        if rounded and is_learned_scale(name):
+            continue  # in the rounded weight already
         if name == _LATENT or name.endswith("." + _LATENT):
             owner = name[:-len(_LATENT)].rstrip(".")
             plain = f"{owner}.weight" if owner else "weight"

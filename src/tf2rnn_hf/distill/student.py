@@ -13,6 +13,7 @@ from transformers.tokenization_utils_base import VERY_LARGE_INTEGER
 from ..data.teacher import BUILT_IN, Teacher
 from ..models import TF2RNNConfig, TF2RNNModel, TF2RNNModelOutput
 from ..utils import pad_ids
+from .quantization_aware import is_learned_scale
 
 
 class TF2RNNForDistillation(TF2RNNModel):
@@ -110,7 +111,8 @@ class TF2RNNForDistillation(TF2RNNModel):
         with torch.device("meta"):
             plain = TF2RNNModel(self.config)
         state = self.state_dict() if state_dict is None else state_dict
-        plain.load_state_dict({k: v for k, v in state.items() if not k.startswith("state_lift.")}, assign=True)
+        plain.load_state_dict({k: v for k, v in state.items()
+                               if not k.startswith("state_lift.") and not is_learned_scale(k)}, assign=True)
         plain.save_pretrained(save_directory, *args, state_dict=state, **kwargs)
 
 

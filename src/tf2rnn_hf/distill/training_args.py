@@ -58,6 +58,9 @@ class DistillationTrainingArguments(TrainingArguments):
                 "rounded (quantization_aware.py)."})
     weight_group: Optional[int] = field(default=None, metadata={
         "help": "With --weight_bits: one scale per this many columns of a row (default: one per row)."})
+    weight_scale: str = field(default="max", metadata={
+        "help": "With --weight_bits: each scale spans its row's largest value ('max'), or is learned ('learned', LSQ: "
+                "started at the least-squares clip, the clipped values getting no gradient)."})
     train_minutes: Optional[float] = field(default=None, metadata={
         "help": "Train for this long (wall clock); the loss schedule and learning rate follow the clock."})
 
@@ -71,6 +74,10 @@ class DistillationTrainingArguments(TrainingArguments):
                              "use bf16 or fp32.")
         if self.weight_group is not None and self.weight_bits is None:
             raise ValueError("weight_group sets the columns per scale of --weight_bits; pass --weight_bits too.")
+        if self.weight_scale not in ("max", "learned"):
+            raise ValueError(f"weight_scale is 'max' or 'learned', got {self.weight_scale!r}.")
+        if self.weight_scale != "max" and self.weight_bits is None:
+            raise ValueError("weight_scale sets how --weight_bits scales its rows; pass --weight_bits too.")
         if self.weight_bits is not None and not 2 <= self.weight_bits <= 8:
             raise ValueError(f"weight_bits rounds to 2..8-bit integers, got {self.weight_bits}.")
         if self.train_minutes:
