@@ -167,8 +167,9 @@ def typist(model, tokenizer, prefix: str, defer_words=None):
 def bench_typing(models, tokenizer, teacher, lengths, repeat):
     """Typing sentences at batch 1, every keystroke timed: the mean (what a typist's text costs per key), keystrokes
     inside a word and those that end one (a space), each student against the teacher re-encoding the prefix, in
-    blocks as `bench_keystrokes`. A student trained with tail_layers runs its upper layers at word ends only
-    (`defer_words`); `NAME_every_layer` is the same student running every layer at every keystroke."""
+    blocks as `bench_keystrokes` (each student warmed by typing up to a word's end first). A student trained with
+    tail_layers runs its upper layers at word ends only (`defer_words`); `NAME_every_layer` is the same student running
+    every layer at every keystroke."""
     streams = {}
     for name, model in models.items():
         streams[name] = (model, None)
@@ -185,8 +186,12 @@ def bench_typing(models, tokenizer, teacher, lengths, repeat):
             for _ in range(repeat):
                 time_teacher(teacher_times, teacher, ids, threads)
                 for name, key in keys.items():
-                    block = [key() for _ in range(STUDENT_BLOCK)]
-                    times.setdefault(name, []).extend(block[1:])  # the first is cold (as bench_keystrokes' warm)
+                    # Untimed up to a word's end, as bench_keystrokes drops a block's first keystroke: the teacher's
+                    # call evicts the student, and only a word's end reads a deferring student's upper layers (timed
+                    # from a block's start, its first word end cost 2x a warm one: experiments.md, session 67).
+                    while not key()[1]:
+                        pass
+                    times.setdefault(name, []).extend(key() for _ in range(STUDENT_BLOCK))
             row.update({k: summary(v) for k, v in teacher_times.items()})
             for name, samples in times.items():
                 ends = [t for t, end in samples if end]
