@@ -166,7 +166,16 @@ def transfer_peer_table() -> str:
                                                     ("student (tf2rnn-minilm-l6: six causal inherited layers, 2 CPU "
                                                      "cores)", "release-tf2rnn-minilm-l6"),
                                                     ("student (the same recipe, seed 0: session 49's student.sh row)",
-                                                     "tf2rnn-minilm-l6-seed0-eval"))}
+                                                     "tf2rnn-minilm-l6-seed0-eval"),
+                                                    ("student (tf2rnn-minilm-l6-tail2-int4: six layers, the upper four "
+                                                     "at word ends, int4, 32 slots)",
+                                                     "release-tf2rnn-minilm-l6-tail2-int4"),
+                                                    ("student (its fp32 stage at 32 slots, no int4 stage)",
+                                                     "slots-tf2rnn-minilm-l6-tail2-int4-fp32-s32-eval"),
+                                                    ("student (its int4 stage with learned scales, 3,000 steps)",
+                                                     "student-l6-tail2-int4-lsq-ata616b2c-eval"),
+                                                    ("student (its int4 stage with learned scales, 6,000 steps)",
+                                                     "student-l6-tail2-int4-lsq-6000-atc2b64e8-eval"))}
     students = {k: v for k, v in students.items() if v and "sts-b" in v.get("suites", {})}
     if not peer and not students:
         return ""
@@ -1275,7 +1284,14 @@ TYPING = (("two whole layers", "student-speed-v66-2", "shape-l2-s32-int4_int8"),
           ("v66-3: tf2rnn-minilm-l6-tail2-int4 (trained by the release's recipe)", "student-speed-v66-3",
            "tf2rnn-minilm-l6-tail2-int4_int8"),
           ("v66-3: the same, every layer at every keystroke", "student-speed-v66-3",
-           "tf2rnn-minilm-l6-tail2-int4_int8_every_layer"))
+           "tf2rnn-minilm-l6-tail2-int4_int8_every_layer"),
+          ("v67-1 (each block warmed through a word's end): two whole layers", "student-speed-v67-1",
+           "shape-l2-s32-int4_int8"),
+          ("v67-1: tf2rnn-minilm-l6-tail2-int4", "student-speed-v67-1", "tf2rnn-minilm-l6-tail2-int4_int8"),
+          ("v67-1: the same, every layer at every keystroke", "student-speed-v67-1",
+           "tf2rnn-minilm-l6-tail2-int4_int8_every_layer"),
+          ("v67-1: its int4 stage with learned scales", "student-speed-v67-1",
+           "student-l6-tail2-int4-lsq-ata616b2c_int8"))
 
 
 def typing_table() -> str:
@@ -1295,7 +1311,7 @@ def typing_table() -> str:
                             f"{n}: inside a word": f"{ratio['in_word']:.0f}x"})
         if row:
             rows[label] = row
-    return format_table(rows, "Typing sentences (student.sh, session 66, a Zen 5 host, AVX512-VNNI): fresh shapes at "
+    return format_table(rows, "Typing sentences (student.sh, sessions 66-67, a Zen 5 host, AVX512-VNNI): shapes at "
                               "32 slots with int4 products, int8 streams typing WORDS key by key, each keystroke "
                               "timed; the teacher re-encoding the prefix (its faster setting) over the student's "
                               "mean keystroke, its keystrokes that end a word (a space) and those inside one (--quick, "

@@ -1730,3 +1730,45 @@ int4_shape l6-tail2-s32-int4 6 2
 # -> probe) 0.921 / 0.927 / 0.638 (final / all-prefix / NA@10). v66-3, typing at 64 / 256 tokens, mean / word end /
 # -> inside a word: 65.4x / 57.9x / 125.1x and 201.5x / 145.9x / 327.7x; every layer 56.4x / 165.2x mean; the
 # -> default's shape in the same run 127.2x / 496x / 126.1x and 298.2x / 1,354x / 379.5x (--quick runs move 10-20%).
+# Session 67 (the Zen 5 host, no GPU): what the candidate's int4 stage costs, and a learned int4 scale. First the
+# candidate on each source's held-out sentences:
+#   RELEASED=outputs/tf2rnn-minilm-l6-tail2-int4 bash benchmarks/quality/transfer.sh
+# -> NA@10 0.668 FOLDOC, 0.732 GCIDE, 0.738 Jargon, 0.648 fortunes, 0.770 WordNet: 0.02-0.03 under six plain layers
+# -> (release-tf2rnn-minilm-l6) on every source. Then its fp32 stage served at 32 slots without the int4 stage:
+with_slots tf2rnn-minilm-l6-tail2-int4-fp32 32
+# -> 0.9659 / 0.7503 / STS-B 81.46, keystroke cosine 0.926: the int4 stage costs the candidate 0.0084 / 0.023 / 0.3.
+int4_stage() {  # NAME STEPS -- options: release.sh's int4 stage (lr 1e-4, batch 64, both cores) for STEPS steps from
+  # the candidate's fp32 stage, served at 32 slots and scored on every suite -> student-NAME.json, student-NAME-eval.json
+  local name=$1 steps=$2; shift 2
+  if [ ! -f "$OUT/student-$name.json" ]; then
+    OMP_NUM_THREADS=2 $PY examples/distill.py --preset inherited-fast --max_eval_texts 1000 --num_hidden_layers 6 \
+      --tail_layers 2 --init_from outputs/tf2rnn-minilm-l6-tail2-int4-fp32 --weight_bits 4 --learning_rate 1e-4 \
+      --train_minutes 0 --max_steps "$steps" --per_device_train_batch_size 64 --report_to none --disable_tqdm true \
+      --output_dir "outputs/student-$name" "$@" > "$OUT/student-$name.log" 2>&1
+    $PY benchmarks/quality/set_slots.py "outputs/student-$name" 32
+    cp "outputs/student-$name/results.json" "$OUT/student-$name.json"
+  fi
+  [ -f "$OUT/student-$name-eval.json" ] || { .venv/bin/tf2rnn evaluate "outputs/student-$name" \
+    --output "outputs/student-$name/eval" > "$OUT/student-$name-eval.log" 2>&1 &&
+    cp "outputs/student-$name/eval/results.json" "$OUT/student-$name-eval.json"; }
+}
+# The int4 scales learned with the weights (--weight_scale learned, LSQ: started at each row's least-squares clip, the
+# clipped values getting no gradient), 3,000 steps as the release's stage, then twice as many; each alone.
+int4_stage l6-tail2-int4-lsq-ata616b2c 3000 --weight_scale learned
+[ -f benchmarks/probes/results/deferred-depth-s67-l6-tail2-int4-lsq.json ] || $PY benchmarks/probes/deferred_depth.py \
+  outputs/student-l6-tail2-int4-lsq-ata616b2c --tail_layers \
+  --output benchmarks/probes/results/deferred-depth-s67-l6-tail2-int4-lsq.json
+# -> 0.9619 / 0.7412 / STS-B 81.23 (max-abs scales: 0.9575 / 0.7274 / 81.15), keystroke cosine 0.923, passages
+# -> 0.855 / 0.660; in training 0.966 / 0.781 (0.962 / 0.770), the loss still falling at the end (0.079). Inside a word
+# -> 0.925 / 0.930 / 0.642 (0.921 / 0.927 / 0.638). The stage ran 877 s, 3.55 steps/s against 4.97: the scale's
+# -> autograd passes over every weight.
+int4_stage l6-tail2-int4-lsq-6000-atc2b64e8 6000 --weight_scale learned
+# The keystroke, the typing section's blocks now warmed through a word's end before timing (a teacher call evicts the
+# upper layers a deferring student reads only at word ends; timed from a block's start its first word end cost 2x a
+# warm one, and a word end's mean at two threads ran 5x its median in v66-3), alone:
+[ -f "$OUT/student-speed-v67-1.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v67-1.json" \
+  --compare outputs/shape-l2-s32-int4 outputs/tf2rnn-minilm-l6-tail2-int4 outputs/student-l6-tail2-int4-lsq-ata616b2c
+# -> typing at 64 / 256 tokens, mean / word end / inside a word: the candidate 83.3x / 73.8x / 135.0x and 236.0x /
+# -> 204.3x / 375.8x, with learned int4 scales 81.0x / 75.1x / 134.9x and 233.6x / 205.1x / 377.6x (the same shapes:
+# -> speed does not depend on the values), every layer 58.8x / 170.7x mean; the default's shape 148.7x / 574.8x /
+# -> 149.5x and 396.6x / 1,541x / 398.4x. Single keystrokes 120x / 304x (the candidate) and 116x / 319x (two layers).
