@@ -1,7 +1,8 @@
 """Where a CPU training step of a student goes: the free-running loss, backward and AdamW on three length-grouped
 batches of 64 from one cached trajectory shard (at its 30th, 60th and 90th length percentiles), timed, then once
 under torch.profiler; `--bf16` runs the loss under bf16 autocast (the Trainer's `--bf16`), `--sparse_embeddings`
-gives the token table a row-sparse gradient and update (the Trainer's `--sparse_embeddings`), and the fetch and
+gives the token table a row-sparse gradient and update (the Trainer's `--sparse_embeddings`), `--weight_bits 4` runs
+the linear weights rounded as the int4 stage does (`--weight_scale learned`: with its trained scales), and the fetch and
 collation of the same batches is timed as Python rows and as numpy rows (what the DistillationTrainer reads). A probe
 that prints; experiments.md quotes it.
 
@@ -16,6 +17,7 @@ import torch
 
 from tf2rnn_hf.distill import TrajectoryCollator
 from tf2rnn_hf.distill.losses import RolloutLoss
+from tf2rnn_hf.distill.quantization_aware import round_linear_weights
 from tf2rnn_hf.distill.sparse_adamw import RowSparseAdamW
 from tf2rnn_hf.models import TF2RNNModel
 
@@ -30,6 +32,9 @@ def main() -> None:
     parser.add_argument("--bf16", action="store_true", help="the loss under bf16 autocast")
     parser.add_argument("--sparse_embeddings", action="store_true",
                         help="the token table's gradient and AdamW update row-sparse (RowSparseAdamW)")
+    parser.add_argument("--weight_bits", type=int, default=None, help="the linear weights rounded (the int4 stage's)")
+    parser.add_argument("--weight_scale", default="max", choices=["max", "learned"],
+                        help="with --weight_bits: each row's largest value, or a scale trained with the weights")
     parser.add_argument("--profile", action="store_true", help="then one round under torch.profiler")
     args = parser.parse_args()
     torch.manual_seed(0)
@@ -47,6 +52,8 @@ def main() -> None:
         print(f"fetch and collate, {name}: {(time.perf_counter() - start) / args.rounds:.3f} s for the three")
     model = TF2RNNModel.from_pretrained(args.student).train()
     model.get_input_embeddings().sparse = args.sparse_embeddings
+    if args.weight_bits:  # as DistillationTrainer rounds them: the readout stays fp32
+        round_linear_weights(model, args.weight_bits, keep=("readout",), learned_scale=args.weight_scale == "learned")
     optimizer = RowSparseAdamW(model.parameters(), lr=1e-6)  # AdamW for dense gradients; a tiny lr keeps the weights
     loss_fn = RolloutLoss(final_weight=4.0, open_tokens=model.config.open_tokens,
                           open_middle_fraction=args.open_middle_fraction)
@@ -69,7 +76,8 @@ def main() -> None:
     medians = [sorted(t)[len(t) // 2] for t in times]
     for batch, median in zip(batches, medians):
         print(f"batch {tuple(batch['input_ids'].shape)}: median {median:.3f} s")
-    print(f"three batches: {sum(medians):.3f} s (bf16 {args.bf16}, sparse embeddings {args.sparse_embeddings}, open_tokens {model.config.open_tokens}, middle targets kept "
+    print(f"three batches: {sum(medians):.3f} s (bf16 {args.bf16}, sparse embeddings {args.sparse_embeddings}, "
+          f"weight bits {args.weight_bits} ({args.weight_scale}), open_tokens {model.config.open_tokens}, middle targets kept "
           f"{args.open_middle_fraction}, {torch.get_num_threads()} threads)")
     if args.profile:
         from torch.profiler import ProfilerActivity, profile

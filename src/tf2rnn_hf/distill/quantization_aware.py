@@ -88,30 +88,10 @@ class RoundedWeight(nn.Module):
     def forward(self, weight: torch.Tensor) -> torch.Tensor:
         if self.scale is None:
             return weight + (round_weight(weight.detach(), self.bits, self.group) - weight.detach())
+        qmax = 2 ** (self.bits - 1) - 1
         scale = torch.minimum(self.scale.abs(), self._anchor(weight.detach()))
-        blocks = weight.reshape(*scale.shape[:2], -1)
-        return _LearnedRounding.apply(blocks, scale, 2 ** (self.bits - 1) - 1).reshape(weight.shape)
-
-
-class _LearnedRounding(torch.autograd.Function):
-    """`clamp(round(blocks / scale)) * scale` with LSQ's straight-through gradients: to `blocks` where they are inside
-    the clip (else none), and to `scale` the rounding's residual there (the top level beyond it). One function, not
-    autograd's chain of elementwise ops, which cost the int4 stage 40% of its step."""
-
-    @staticmethod
-    def forward(ctx, blocks: torch.Tensor, scale: torch.Tensor, qmax: int) -> torch.Tensor:
-        levels = blocks / scale
-        rounded = levels.round().clamp_(-qmax, qmax)
-        ctx.save_for_backward(levels, rounded)
-        ctx.qmax = qmax
-        return rounded * scale
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        levels, rounded = ctx.saved_tensors
-        inside = levels.abs() <= ctx.qmax
-        grad_scale = (grad * torch.where(inside, rounded - levels, rounded)).sum(-1, keepdim=True)
-        return grad * inside, grad_scale, None
+        levels = (weight.reshape(*scale.shape[:2], -1) / scale).clamp(-qmax, qmax)
+        return ((levels + (levels.round() - levels).detach()) * scale).reshape(weight.shape)
 
 
 def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = None,
