@@ -53,6 +53,17 @@ def summary(times):
     return {"median_ms": 1e3 * statistics.median(times), "p95_ms": 1e3 * times[int(0.95 * (len(times) - 1))]}
 
 
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo's, where there is one): timings from different hosts do not compare."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def text_of_tokens(tokenizer, n_tokens: int) -> str:
     words, text = [], ""
     while len(tokenizer(text, add_special_tokens=False)["input_ids"]) < n_tokens:
@@ -64,6 +75,11 @@ def text_of_tokens(tokenizer, n_tokens: int) -> str:
 
 STUDENT_BLOCK = 25  # keystrokes per block between teacher calls
 IDLE_GAP_S = 0.1  # a typist's keystrokes: ~100 ms apart at 10 characters a second
+# Idle sleep on each side of the teacher's call in the keystroke and typing blocks. After a parallel region torch's
+# OpenMP workers spin for milliseconds, and a student block timed in that shadow shares a core with them: on 2 cores
+# its keystrokes that use the helper thread stalled 1-6 ms now and then, and the mean keystroke of six layers with
+# K = 2 ran 2x its median (experiments.md, session 68). Likewise the helper spins 1 ms after a keystroke.
+SETTLE_S = 0.05
 
 
 def aligned_keystroker(model, tokenizer, n_tokens: int):
@@ -98,10 +114,13 @@ def teacher_pass(teacher, ids, bf16: bool):
 
 
 def time_teacher(samples: dict, teacher, ids, threads: int) -> None:
-    """One call of the teacher re-encoding `ids` at each precision, added to `samples` (teacher_fp32_Nt, _bf16_Nt)."""
+    """One call of the teacher re-encoding `ids` at each precision, added to `samples` (teacher_fp32_Nt, _bf16_Nt),
+    with `SETTLE_S` of idle before and after, so that neither side is timed while the other's threads still spin."""
+    time.sleep(SETTLE_S)
     for bf16 in (False, True):
         samples.setdefault(f"teacher_{'bf16' if bf16 else 'fp32'}_{threads}t", []).extend(
             timed(teacher_pass(teacher, ids, bf16), 1))
+    time.sleep(SETTLE_S)
 
 
 def best_ratio(row: dict, student: str) -> float:
@@ -603,8 +622,9 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
     texts = load_texts("offline", "heldout", limit=100 if quick else 300, shuffle_seed=0)["text"]
     results = {"students": info, "keystroke": rows, "typing": typing, "idle_keystroke": idle,
                "streamed_fidelity": streamed_fidelity(models, tokenizer, teacher, texts),
-               "seconds": time.perf_counter() - t0,
+               "seconds": time.perf_counter() - t0, "settle_ms": 1e3 * SETTLE_S,
                "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
+                           "cpu": cpu_model(),
                            "fused_step": {name: type(k).__name__ if (k := getattr(m, "step_kernel", None)) else None
                                           for name, m in models.items()},
                            # the products the fused step reads as int4 (a student trained with --weight_bits 4)
@@ -628,6 +648,7 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
 
 
 def main():
+    global SETTLE_S
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=None, help="A saved student (default: a fresh default-config student).")
     parser.add_argument("--compare", nargs="+", default=None, metavar="DIR",
@@ -638,9 +659,12 @@ def main():
     parser.add_argument("--output", default=str(OUT))
     parser.add_argument("--idle_gap_ms", type=float, default=1e3 * IDLE_GAP_S,
                         help="Also time keystrokes each after this much idle sleep, as a typist's come (0: skip).")
+    parser.add_argument("--settle_ms", type=float, default=1e3 * SETTLE_S,
+                        help="Idle sleep on each side of the teacher's call in timed blocks (0: none, as before v68).")
     parser.add_argument("--keep-denormals", action="store_true",
                         help="Leave denormal floats on (a profile showed them making the GRU step 1.5x slower).")
     args = parser.parse_args()
+    SETTLE_S = args.settle_ms / 1e3
     torch.set_num_threads(2)
     torch.set_flush_denormal(not args.keep_denormals)
     if args.compare:
@@ -658,7 +682,8 @@ def main():
         model, tokenizer = build_student(teacher, token_init="random")
         model.eval()
     repeat = 10 if args.quick else 60
-    results = {"machine": {"python": sys.version.split()[0], "torch": torch.__version__, "cpus": os.cpu_count(),
+    results = {"settle_ms": 1e3 * SETTLE_S,
+               "machine": {"python": sys.version.split()[0], "torch": torch.__version__, "cpus": os.cpu_count(),
                            "platform": platform.platform(), "flush_denormal": not args.keep_denormals},
                "student": {"cell": model.config.cell_type, "hidden_size": model.config.hidden_size,
                            "layers": model.config.num_hidden_layers, "source": args.model or "fresh default config"}}

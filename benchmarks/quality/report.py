@@ -1291,7 +1291,17 @@ TYPING = (("two whole layers", "student-speed-v66-2", "shape-l2-s32-int4_int8"),
           ("v67-1: the same, every layer at every keystroke", "student-speed-v67-1",
            "tf2rnn-minilm-l6-tail2-int4_int8_every_layer"),
           ("v67-1: its int4 stage with learned scales", "student-speed-v67-1",
-           "student-l6-tail2-int4-lsq-ata616b2c_int8"))
+           "student-l6-tail2-int4-lsq-ata616b2c_int8"),
+          # session 68, an Intel host (AVX512-VNNI, AMX) whose student steps run ~3x the Zen 5's: compare within a run
+          ("v68-0 (Intel host, no settle, as v67-1): two whole layers", "student-speed-v68-0", "shape-l2-s32-int4_int8"),
+          ("v68-0: six layers, K = 2", "student-speed-v68-0", "shape-l6-tail2-s32-int4_int8"),
+          ("v68-1 (50 ms settle each side of the teacher): two whole layers", "student-speed-v68-1",
+           "shape-l2-s32-int4_int8"),
+          ("v68-1: six layers, K = 2", "student-speed-v68-1", "shape-l6-tail2-s32-int4_int8"),
+          ("v68-2 (no settle, again): two whole layers", "student-speed-v68-2", "shape-l2-s32-int4_int8"),
+          ("v68-2: six layers, K = 2", "student-speed-v68-2", "shape-l6-tail2-s32-int4_int8"),
+          ("v68-3 (settle, again): two whole layers", "student-speed-v68-3", "shape-l2-s32-int4_int8"),
+          ("v68-3: six layers, K = 2", "student-speed-v68-3", "shape-l6-tail2-s32-int4_int8"))
 
 
 def typing_table() -> str:
@@ -1311,7 +1321,8 @@ def typing_table() -> str:
                             f"{n}: inside a word": f"{ratio['in_word']:.0f}x"})
         if row:
             rows[label] = row
-    return format_table(rows, "Typing sentences (student.sh, sessions 66-67, a Zen 5 host, AVX512-VNNI): shapes at "
+    return format_table(rows, "Typing sentences (student.sh, sessions 66-67 on a Zen 5 host, AVX512-VNNI; v68 on an "
+                              "Intel host, where the student's step ran ~3x slower than there, the teacher's ~1.2x): shapes at "
                               "32 slots with int4 products, int8 streams typing WORDS key by key, each keystroke "
                               "timed; the teacher re-encoding the prefix (its faster setting) over the student's "
                               "mean keystroke, its keystrokes that end a word (a space) and those inside one (--quick, "

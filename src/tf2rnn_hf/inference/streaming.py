@@ -805,6 +805,11 @@ class StreamingEncoder:
     >>> enc = StreamingEncoder(model, tokenizer)
     >>> enc.type("search as you ty"); enc.delete(2); enc.type("type")
     >>> enc.embedding  # equals model(tokenizer("search as you type")).pooler_output[0]
+
+    Where torch has two threads, an int8 keystroke splits its products with a helper thread. torch's own OpenMP
+    workers spin for milliseconds after each parallel op, so a keystroke right after one (a large matmul, a teacher
+    call) can wait 1-6 ms for that core: `OMP_WAIT_POLICY=PASSIVE` (set before torch loads) or one torch thread
+    avoids it (docs/experiments.md, session 68).
     """
 
     def __init__(self, model: TF2RNNModel, tokenizer, batch: Optional[BatchStreamingEncoder] = None,
