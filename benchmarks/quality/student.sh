@@ -1794,13 +1794,16 @@ release_steps() {  # NAME -- options: RELEASE6 for 14,722 steps on both cores, s
 }
 release_steps l6-tail2-steps14722-no-foldoc-at3c23962 --exclude_sources dict-foldoc
 on_source l6-tail2-steps14722-no-foldoc-at3c23962 dict-foldoc
+evaluate l6-tail2-steps14722-no-foldoc-at3c23962
 at_slots outputs/student-l6-tail2-steps14722-no-foldoc-at3c23962 128
 on_source l6-tail2-steps14722-no-foldoc-at3c23962-s128 dict-foldoc
 # -> without FOLDOC (3.4 epochs of the other 277,408 texts): in training 0.9703 / 0.788 (the fp32 stage, with it: 0.970 /
 # -> 0.791); on FOLDOC's 780 held-out sentences 0.939 / 0.644 (at 128 slots 0.644 too), against six plain layers
 # -> trained on it, 9,064 steps (transfer-released-l6{,-seed0}-dict-foldoc.json), 0.692 / 0.693, and the int4
 # -> candidate, 0.668: ~0.05 lost, on the target's line; two layers lost 0.073 at this budget. The control below did
-# -> not fit the session (74 minutes of training on this host, 3.3 steps/s): it is the next run of this block.
+# -> not fit the session (74 minutes of training on this host, 3.3 steps/s): it is the next run of this block. On every
+# -> suite at 32 slots 0.9648 / 0.7453 / STS-B 81.47, keystroke cosine 0.925 (the fp32 stage with FOLDOC: 0.9659 / 0.7503
+# -> / 81.46 / 0.926).
 release_steps l6-tail2-steps14722-at3c23962
 on_source l6-tail2-steps14722-at3c23962 dict-foldoc
 # The typing section's outliers (session 67: a word end's mean at two threads ran 2x its median). Typing the six-layer
