@@ -30,6 +30,7 @@ from tf2rnn_hf import TF2RNNConfig, TF2RNNModel
 from tf2rnn_hf.data.teacher import Teacher
 from tf2rnn_hf.inference.quantization import quantize_int8
 from tf2rnn_hf.inference.streaming import BatchStreamingEncoder, StreamingEncoder
+from tf2rnn_hf.utils import cpu_model
 
 OUT = Path(__file__).parent / "results"
 WORDS = ("the quick brown fox jumps over a lazy dog while streams of text arrive one keystroke at a time "
@@ -51,17 +52,6 @@ def timed(fn, repeat: int, warmup: bool = True):
 def summary(times):
     times = sorted(times)
     return {"median_ms": 1e3 * statistics.median(times), "p95_ms": 1e3 * times[int(0.95 * (len(times) - 1))]}
-
-
-def cpu_model() -> str:
-    """The CPU's model name (/proc/cpuinfo's, where there is one): timings from different hosts do not compare."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def text_of_tokens(tokenizer, n_tokens: int) -> str:
@@ -624,7 +614,7 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
                "streamed_fidelity": streamed_fidelity(models, tokenizer, teacher, texts),
                "seconds": time.perf_counter() - t0, "settle_ms": 1e3 * SETTLE_S,
                "machine": {"torch": torch.__version__, "cpus": os.cpu_count(), "platform": platform.platform(),
-                           "cpu": cpu_model(),
+                           "cpu": cpu_model(),  # timings from different hosts do not compare
                            "fused_step": {name: type(k).__name__ if (k := getattr(m, "step_kernel", None)) else None
                                           for name, m in models.items()},
                            # the products the fused step reads as int4 (a student trained with --weight_bits 4)

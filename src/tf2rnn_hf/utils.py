@@ -3,7 +3,7 @@
 import hashlib
 import os
 from pathlib import Path
-from typing import Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -40,14 +40,27 @@ def stable_bucket(key: str, buckets: int = 100) -> int:
     return int.from_bytes(hashlib.sha1(key.encode("utf-8")).digest()[:8], "big") % buckets
 
 
+def _cpuinfo_line(field: str) -> Optional[str]:
+    """The first /proc/cpuinfo line that starts with `field`, or None (no such file or line)."""
+    try:
+        return next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith(field))
+    except (OSError, StopIteration):
+        return None
+
+
 def cpu_flags() -> str:
     """The CPU's feature flags (/proc/cpuinfo), or the processor's name where there is no such file."""
     import platform
 
-    try:
-        return next(line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags"))
-    except (OSError, StopIteration):
-        return platform.processor()
+    return _cpuinfo_line("flags") or platform.processor()
+
+
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo), or the processor's name where there is none: what a timing ran on."""
+    import platform
+
+    line = _cpuinfo_line("model name")
+    return line.split(":", 1)[1].strip() if line else platform.processor() or platform.machine()
 
 
 def continuation_table(tokenizer) -> torch.Tensor:
