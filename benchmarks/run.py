@@ -155,11 +155,13 @@ def bench_keystrokes(models, tokenizer, teacher, lengths, repeat, onnx_teachers=
     return rows
 
 
-def typist(model, tokenizer, prefix: str, defer_words=None):
-    """A function that types the next character of WORDS' sentence into a stream holding `prefix` and returns whether
-    it ended a word (whitespace); every ~40 characters the stream deletes back to the prefix (pops, untimed)."""
-    enc = StreamingEncoder(model, tokenizer, defer_words=defer_words)
+def typist(model, tokenizer, prefix: str, defer_words=None, idle_commits: bool = False):
+    """A function that types the next character of WORDS' sentence into a stream holding `prefix` and returns its time,
+    whether it ended a word (whitespace) and, with `idle_commits`, the time of the `idle()` call that follows a space
+    (the typist's gap; else None); every ~40 characters the stream deletes back to the prefix (pops, untimed)."""
+    enc = StreamingEncoder(model, tokenizer, defer_words=defer_words, idle_commits=idle_commits)
     enc.type(prefix + " ")
+    enc.idle()
     base = len(enc.text)
     chars = itertools.cycle(" ".join(WORDS) + " ")
 
@@ -169,7 +171,12 @@ def typist(model, tokenizer, prefix: str, defer_words=None):
         char = next(chars)
         start = time.perf_counter()
         enc.type(char)
-        return time.perf_counter() - start, char == " "
+        took, idle = time.perf_counter() - start, None
+        if idle_commits and char == " ":
+            start = time.perf_counter()
+            enc.idle()
+            idle = time.perf_counter() - start
+        return took, char == " ", idle
     return key
 
 
@@ -178,19 +185,22 @@ def bench_typing(models, tokenizer, teacher, lengths, repeat):
     inside a word and those that end one (a space), each student against the teacher re-encoding the prefix, in
     blocks as `bench_keystrokes` (each student warmed by typing up to a word's end first). A student trained with
     tail_layers runs its upper layers at word ends only (`defer_words`); `NAME_every_layer` is the same student running
-    every layer at every keystroke."""
+    every layer at every keystroke, and `NAME_idle_commits` the same with `idle_commits`: a word's upper layers run in
+    an `idle()` call after its space, timed apart (`idle_ms`; `mean_with_idle_ms` counts both, the work a
+    keystroke costs the CPU)."""
     streams = {}
     for name, model in models.items():
-        streams[name] = (model, None)
+        streams[name] = (model, None, False)
         if getattr(model.config, "tail_layers", None) is not None:
-            streams[f"{name}_every_layer"] = (model, False)
+            streams[f"{name}_every_layer"] = (model, False, False)
+            streams[f"{name}_idle_commits"] = (model, None, True)
     rows = []
     for n in lengths:
         prefix = text_of_tokens(tokenizer, n)
         ids, row = teacher.tokenizer([prefix], return_tensors="pt"), {"prefix_tokens": n}
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            keys = {name: typist(model, tokenizer, prefix, defer) for name, (model, defer) in streams.items()}
+            keys = {name: typist(model, tokenizer, prefix, defer, idle) for name, (model, defer, idle) in streams.items()}
             teacher_times, times = {}, {}
             for _ in range(repeat):
                 time_teacher(teacher_times, teacher, ids, threads)
@@ -203,12 +213,17 @@ def bench_typing(models, tokenizer, teacher, lengths, repeat):
                     times.setdefault(name, []).extend(key() for _ in range(STUDENT_BLOCK))
             row.update({k: summary(v) for k, v in teacher_times.items()})
             for name, samples in times.items():
-                ends = [t for t, end in samples if end]
-                inside = [t for t, end in samples if not end]
+                ends = [t for t, end, _ in samples if end]
+                inside = [t for t, end, _ in samples if not end]
+                idles = [i for _, _, i in samples if i is not None]
                 row[f"student_{name}_{threads}t"] = {
-                    "mean_ms": 1e3 * statistics.fmean(t for t, _ in samples), "word_end": summary(ends),
+                    "mean_ms": 1e3 * statistics.fmean(t for t, _, _ in samples), "word_end": summary(ends),
                     "word_end_mean_ms": 1e3 * statistics.fmean(ends), "in_word": summary(inside),
                     "keystrokes": len(samples), "word_ends": len(ends)}
+                if idles:
+                    row[f"student_{name}_{threads}t"].update(
+                        idle=summary(idles), idle_mean_ms=1e3 * statistics.fmean(idles),
+                        mean_with_idle_ms=1e3 * (sum(t for t, _, _ in samples) + sum(idles)) / len(samples))
         torch.set_num_threads(2)
         teacher_ms = min(v["median_ms"] for k, v in row.items() if k.startswith("teacher_"))
         for name in streams:
@@ -217,6 +232,9 @@ def bench_typing(models, tokenizer, teacher, lengths, repeat):
                     for key in ("mean_ms", "word_end", "in_word")}
             row[f"speedup_{name}"] = {"mean": teacher_ms / best["mean_ms"], "word_end": teacher_ms / best["word_end"],
                                       "in_word": teacher_ms / best["in_word"]}
+            if streams[name][2]:  # the keystrokes and the idle() calls together
+                row[f"speedup_{name}"]["mean_with_idle"] = teacher_ms / min(
+                    row[f"student_{name}_{t}t"]["mean_with_idle_ms"] for t in (1, 2))
         rows.append(row)
     return rows
 
@@ -626,9 +644,10 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
         print(row["prefix_tokens"], {k[len("speedup_"):]: round(v, 1) for k, v in row.items()
                                      if k.startswith("speedup_") and not k.endswith("_cold")})
     for row in typing:
-        print(row["prefix_tokens"], "typing sentences (mean / word end / in a word):",
-              {k[len("speedup_"):]: "{mean:.1f} / {word_end:.1f} / {in_word:.1f}".format(**v) for k, v in row.items()
-               if k.startswith("speedup_")})
+        print(row["prefix_tokens"], "typing sentences (mean / word end / in a word[; with idle() calls]):",
+              {k[len("speedup_"):]: "{mean:.1f} / {word_end:.1f} / {in_word:.1f}".format(**v)
+               + ("; {mean_with_idle:.1f}".format(**v) if "mean_with_idle" in v else "")
+               for k, v in row.items() if k.startswith("speedup_")})
     for row in idle:
         print(row["prefix_tokens"], f"after {row['gap_ms']:.0f} ms idle:",
               {k[len("speedup_"):]: round(v, 1) for k, v in row.items() if k.startswith("speedup_")})

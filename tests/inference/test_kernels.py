@@ -418,6 +418,61 @@ def test_deferring_live_keystrokes_equal_the_whole_state_steps_from_scratch(teac
         assert torch.equal(encoder.embedding, from_scratch(text))
 
 
+def test_idle_commits_on_the_live_cache_equal_the_whole_state_steps(teacher, monkeypatch):
+    """`idle_commits` on the live cache: a space writes nothing, idle() commits the held word in place, and a word
+    typed before idle() commits it first; after every edit the embedding is bit for bit the fused whole-state steps
+    from scratch (the word held where it waits), through evictions, pops across words and max_checkpoints, and no
+    keystroke, idle() or pop built a whole state from rows."""
+    from tf2rnn_hf.inference.streaming import _SlotCheckpoint
+    from tf2rnn_hf.utils import continuation_table
+
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=3, num_slots=4,
+                                     tail_layers=1)
+    quantized = quantize_int8(model)
+    step, continues = quantized.step_kernel, continuation_table(tokenizer)
+
+    def from_scratch(text, waiting):
+        state = model.init_state(1)
+        for token in tokenizer(text, add_special_tokens=False)["input_ids"]:
+            state = step.step_deferred(token, state, not continues[token])[1]
+        tail = text[max((i for i, c in enumerate(text) if c.isspace()), default=-1) + 1:]
+        if not waiting and not tokenizer(tail, add_special_tokens=False)["input_ids"]:
+            state = step.commit_word(state)[1]
+        return state.last_embedding[0]
+
+    built, commits = [], []
+    materialize, commit_live = _SlotCheckpoint.materialize, Int8TOVAStep.commit_live
+    monkeypatch.setattr(_SlotCheckpoint, "materialize", lambda self: built.append(1) or materialize(self))
+    monkeypatch.setattr(Int8TOVAStep, "commit_live", lambda self, *a: commits.append(1) or commit_live(self, *a))
+    # (edit, whether the last word then waits for idle()): a space ending a call leaves its word waiting
+    script = [("type", "search as you "), True, ("idle",), False, ("type", "tyep"), False, ("delete", 2), False,
+              ("type", "pe with a "), True, ("type", "cache past four "), True, ("delete", 1), False,
+              ("type", " "), True, ("delete", 8), False, ("type", "slots "), True, ("idle",), False,
+              ("delete", 3), False, ("type", "ts then more words "), True, ("delete", 40), False,
+              ("type", "again unbelievably "), True, ("idle",), False]
+    for max_checkpoints in (None, 2):
+        encoder, text = StreamingEncoder(quantized, tokenizer, max_checkpoints=max_checkpoints, idle_commits=True), ""
+        waited = False
+        for edit, waiting in zip(script[::2], script[1::2]):
+            commits.clear()
+            if edit[0] == "idle":
+                encoder.idle()
+                assert len(commits) == 1  # the waiting word, in place
+            elif edit[0] == "type":
+                encoder.type(edit[1])
+                text += edit[1]
+                # the words its inner spaces end, at once, and the word that waited, before the first token
+                assert len(commits) == edit[1].strip().count(" ") + (waited and bool(edit[1].strip()))
+            else:
+                encoder.delete(edit[1])
+                text = text[:len(text) - edit[1]]
+            assert encoder.text == text
+            assert torch.equal(encoder.embedding, from_scratch(text, waiting)), repr(text)
+            waited = waiting
+        if max_checkpoints is None:
+            assert not built  # every move of the live cache was in place
+
+
 def _keystrokes(step, model: TF2RNNModel, tokens, threads: int):
     """The embeddings [len(tokens), O] and the last state of typing `tokens` through `step` on `threads`."""
     torch.set_num_threads(threads)

@@ -133,6 +133,84 @@ def test_deferring_is_the_default_of_a_tail_student_and_can_be_turned_off(deferr
         StreamingEncoder(*inherited, defer_words=True)
 
 
+def held_scratch(model, tokenizer, text):
+    """What a stream with `idle_commits` shows for `text` while its last word waits for `idle()`: forward's
+    `tail_hidden_state` at the last token, that word's tokens through the lower layers only."""
+    ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        return model(ids, word_starts=(~continuation_table(tokenizer)[ids]).long()).tail_hidden_state[0, -1]
+
+
+idle_edit = st.one_of(edit, st.just(("idle", None)))
+
+
+@pytest.mark.parametrize("max_checkpoints", [None, 2])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(script=st.lists(idle_edit, min_size=1, max_size=14))
+def test_idle_commits_show_the_held_word_until_idle_and_the_full_embedding_after(deferring, max_checkpoints, script):
+    """With idle_commits a space leaves its word to idle(): after any edit the stream shows what a deferring stream
+    shows, or, where nothing but whitespace (or characters without a token) follows the last word, that word still held;
+    after idle() exactly what a deferring stream shows, the full embedding after a word and a space."""
+    model, tokenizer = deferring
+    enc, text = StreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints, idle_commits=True), ""
+    for op, arg in script:
+        if op == "idle":
+            emb = enc.idle()
+            assert (emb - enc.embedding).abs().max() == 0
+        elif op == "type":
+            enc.type(arg)
+            text += arg
+        else:
+            n = min(arg, len(text))
+            enc.delete(n)
+            text = text[:len(text) - n]
+        assert enc.text == text
+        expected = deferred_scratch(model, tokenizer, text)
+        gap = (enc.embedding - expected).abs().max()
+        if op != "idle" and gap > 1e-5:  # the one other state: the last word waiting for idle()
+            tail = text[max((i for i, char in enumerate(text) if is_boundary(char)), default=-1) + 1:]
+            assert not tokenizer(tail, add_special_tokens=False)["input_ids"], repr(text)
+            gap = (enc.embedding - held_scratch(model, tokenizer, text)).abs().max()
+        assert gap <= 1e-5, repr(text)
+    assert (enc.full_embedding - scratch(model, tokenizer, text)).abs().max() <= 1e-5
+
+
+def test_idle_commits_take_the_upper_layers_off_the_space(deferring, inherited, monkeypatch):
+    """The space that ends a word runs no upper layer: the word waits, held, for idle() (or for the next word's first
+    token, which runs it first); what the stream shows then equals the stream that committed at the space."""
+    model, tokenizer = deferring
+    commits = []
+    real = type(model).commit_word
+    monkeypatch.setattr(type(model), "commit_word", lambda self, state: commits.append(1) or real(self, state))
+    eager, idle = StreamingEncoder(model, tokenizer), StreamingEncoder(model, tokenizer, idle_commits=True)
+    for enc in (eager, idle):
+        enc.type("search as you")
+    commits.clear()
+    idle.type(" ")
+    assert not commits  # the space stepped nothing
+    assert (idle.embedding - held_scratch(model, tokenizer, "search as you ")).abs().max() <= 1e-5
+    eager.type(" ")
+    assert commits  # the eager stream ran the word's upper layers at the space
+    assert (idle.embedding - eager.embedding).abs().max() > 1e-3  # they differ until idle(): the test can fail
+    commits.clear()
+    assert (idle.idle() - eager.embedding).abs().max() <= 1e-5
+    assert len(commits) == 1
+    assert idle.idle() is not None and len(commits) == 1  # nothing left to run: a second idle() runs nothing
+    # A next word typed before idle() runs the held word first, once, however its first token re-tokenises.
+    for enc in (eager, idle):
+        enc.type("type ")
+    commits.clear()
+    for chars in ("u", "n", "b", "e", "l", "i", "e", "v"):
+        for enc in (eager, idle):
+            enc.type(chars)
+        assert (idle.embedding - eager.embedding).abs().max() <= 1e-5
+    assert len(commits) == 1  # the idle stream's held "type", once (the eager one ran it at its space)
+    with pytest.raises(ValueError, match="idle_commits"):
+        StreamingEncoder(*inherited, idle_commits=True)
+    with pytest.raises(ValueError, match="idle_commits"):
+        StreamingEncoder(model, tokenizer, defer_words=False, idle_commits=True)
+
+
 def run_script(model, tokenizer, enc: StreamingEncoder, script, expect=scratch) -> None:
     """Apply `script` to `enc`, checking its text and embedding against the model from scratch (`expect`) after each
     edit."""

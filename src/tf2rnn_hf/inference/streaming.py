@@ -32,6 +32,10 @@ inside a word steps the lower K layers only and shows the second embedding (`TF2
 `tail_hidden_state`); a token that begins a word (not a WordPiece "##" continuation) first runs the finished word
 through the upper layers, and so does whitespace, so the embedding after a word and a space is the full one (the
 model's `pooler_output`). `full_embedding` gives the full embedding at any time (a pause) without changing the stream.
+With `idle_commits` a word ended by the whitespace a `type` call ends with waits for `idle()`, the typist's gap after
+the space: the space shows the second embedding and costs no step, `idle()` runs the word through the upper layers and
+shows the full one, and a next word typed before `idle()` runs it first (the next word's lower layers never read the
+upper layers, so either order gives the same states).
 With the fused int8 step a stream types on its live cache (`_DeferredCheckpoint`: one record a keystroke, undone in
 place by deletes); without it, whole states (the lower layers' caches new at each keystroke, the upper layers' shared
 with the state they stepped from). Streams in a batch step one at a time.
@@ -325,11 +329,12 @@ class BatchStreamingEncoder:
     streams at once and step all of them in one batched model call per token position (an int8 inherited
     student: each stream's own cache, in the fused kernel). `defer_words` (default: whether the student was trained
     with `tail_layers`) runs its upper layers at word ends only (the module's docstring); False runs every layer at
-    every keystroke.
+    every keystroke. `idle_commits` (a deferring student): a word that whitespace ends at the end of a `type` call
+    waits for `idle()` to run its upper layers, off the keystroke path (the module's docstring).
     """
 
     def __init__(self, model: TF2RNNModel, tokenizer, max_checkpoints: Optional[int] = None,
-                 defer_words: Optional[bool] = None):
+                 defer_words: Optional[bool] = None, idle_commits: bool = False):
         if max_checkpoints is not None and (not isinstance(max_checkpoints, int) or isinstance(max_checkpoints, bool)
                                             or max_checkpoints < 1):
             raise ValueError(f"max_checkpoints must be at least 1 (the state the current word grows from) and a whole "
@@ -357,6 +362,10 @@ class BatchStreamingEncoder:
                              "this one has none.")
         # The tokens that continue a word: any other begins one, which ends the word before it.
         self._continues = continuation_table(tokenizer).tolist() if can_defer and defer_words is not False else None
+        if idle_commits and self._continues is None:
+            raise ValueError("idle_commits defers the upper layers of a student that defers them to word ends "
+                             "(tail_layers, defer_words); this stream runs every layer at every keystroke.")
+        self.idle_commits = bool(idle_commits)
         slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
         # Single keystrokes type on a live cache: a step writes its rows (one a layer, or a block of open
         # tokens when they commit) in place.
@@ -418,6 +427,28 @@ class BatchStreamingEncoder:
         if not kept:
             _release(state)  # a pause's whole state is not kept: the stream goes on from rows
         return emb[0].clone()
+
+    def idle(self, stream_ids: Optional[Iterable[int]] = None) -> Dict[int, torch.Tensor]:
+        """Run the finished word each stream (default: every open one) holds for its upper layers (`idle_commits`), as
+        an app does in the gap after a keystroke; returns each stream's embedding, now the full one after a word and a
+        space. A stream with no such word is left as it is."""
+        ids = list(self.streams) if stream_ids is None else list(stream_ids)
+        for stream_id in ids:
+            self._get(stream_id)
+        if self._continues is not None:
+            self._prewake()
+            for stream_id in ids:
+                self._commit_base(self.streams[stream_id])
+        return {i: self.embedding(i) for i in ids}
+
+    def _commit_base(self, s: _Stream) -> None:
+        """The finished word the stream's last boundary holds (a space typed with `idle_commits`, no token since)
+        through the upper layers, the boundary keeping the result: typing restarts from it."""
+        if s.word_states or not s.boundaries:
+            return
+        boundary = s.boundaries[-1]
+        if boundary.state is not None and boundary.state.held_tokens:
+            boundary.state = self._commit(s, boundary.state)
 
     def state(self, stream_id: int) -> TF2RNNState:
         """The model state of the stream's whole text (batch of 1)."""
@@ -494,7 +525,10 @@ class BatchStreamingEncoder:
         for stream_id, text in edits.items():
             s = self._get(stream_id)
             dirty = False
-            for char in text:
+            # With idle_commits the whitespace after the call's last word leaves that word to idle().
+            last_word = max((k for k, char in enumerate(text) if not is_boundary(char)), default=-1) \
+                if self.idle_commits else len(text)
+            for k, char in enumerate(text):
                 if is_boundary(char):
                     if dirty:  # the word was typed in this same call: run it before closing it
                         self._refresh([stream_id])
@@ -505,8 +539,8 @@ class BatchStreamingEncoder:
                     for old in (self._base(s), *s.word_states):
                         if old is not current:
                             _release(old)
-                    if self._continues is not None and current.held_tokens:  # the word through the upper layers
-                        current = self._commit(s, current)
+                    if self._continues is not None and current.held_tokens and k < last_word:
+                        current = self._commit(s, current)  # the word through the upper layers
                     s.boundaries.append(_Boundary(len(s.text) + 1, current, s.word_tokens, s.word_states))
                     s.word_tokens, s.word_states = [], []
                     self._cap(s, s.boundaries, lambda b: _Boundary(b.start, None, None, None))
@@ -628,6 +662,8 @@ class BatchStreamingEncoder:
             # New lists, never the old ones cut in place: `_mark` holds the old ones to undo a failed call.
             s.word_tokens, s.word_states = old[:keep], s.word_states[:keep]
             if len(tokens) > keep:
+                if not keep and self._continues is not None:
+                    self._commit_base(s)  # a word left to idle() that did not come: before the next word's tokens
                 pending.append((s, tokens[keep:]))
         if len(pending) == 1:  # one stream (a keystroke): its tokens in turn, without the rounds' lists
             s, tokens = pending[0]
@@ -813,9 +849,10 @@ class StreamingEncoder:
     """
 
     def __init__(self, model: TF2RNNModel, tokenizer, batch: Optional[BatchStreamingEncoder] = None,
-                 max_checkpoints: Optional[int] = None, defer_words: Optional[bool] = None):
+                 max_checkpoints: Optional[int] = None, defer_words: Optional[bool] = None,
+                 idle_commits: bool = False):
         self._batch = batch or BatchStreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints,
-                                                     defer_words=defer_words)
+                                                     defer_words=defer_words, idle_commits=idle_commits)
         (self._id,) = self._batch.open(1)
 
     def type(self, text: str) -> torch.Tensor:
@@ -828,6 +865,11 @@ class StreamingEncoder:
 
     def reset(self) -> None:
         self._batch.reset(self._id)
+
+    def idle(self) -> torch.Tensor:
+        """`BatchStreamingEncoder.idle`: the finished word left by `idle_commits` through the upper layers, in the
+        typist's gap; returns the embedding."""
+        return self._batch.idle([self._id])[self._id]
 
     @property
     def text(self) -> str:
