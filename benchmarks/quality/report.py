@@ -1301,7 +1301,26 @@ TYPING = (("two whole layers", "student-speed-v66-2", "shape-l2-s32-int4_int8"),
           ("v68-2 (no settle, again): two whole layers", "student-speed-v68-2", "shape-l2-s32-int4_int8"),
           ("v68-2: six layers, K = 2", "student-speed-v68-2", "shape-l6-tail2-s32-int4_int8"),
           ("v68-3 (settle, again): two whole layers", "student-speed-v68-3", "shape-l2-s32-int4_int8"),
-          ("v68-3: six layers, K = 2", "student-speed-v68-3", "shape-l6-tail2-s32-int4_int8"))
+          ("v68-3: six layers, K = 2", "student-speed-v68-3", "shape-l6-tail2-s32-int4_int8"),
+          # session 69, an AMD EPYC host (Zen 3, AVX2 only), settle on: idle_commits leaves a word's upper layers to idle()
+          ("v69-0 (Zen 3 host, settle): two whole layers", "student-speed-v69-0", "shape-l2-s32-int4_int8"),
+          ("v69-0: six layers, K = 2", "student-speed-v69-0", "shape-l6-tail2-s32-int4_int8"),
+          ("v69-0: six layers, K = 2, idle_commits (idle() untimed; all work in the last column)", "student-speed-v69-0",
+           "shape-l6-tail2-s32-int4_int8_idle_commits"),
+          ("v69-1 (again): two whole layers", "student-speed-v69-1", "shape-l2-s32-int4_int8"),
+          ("v69-1: six layers, K = 2", "student-speed-v69-1", "shape-l6-tail2-s32-int4_int8"),
+          ("v69-1: six layers, K = 2, idle_commits", "student-speed-v69-1", "shape-l6-tail2-s32-int4_int8_idle_commits"),
+          ("v69-2 (with int8 products beside int4): six layers, K = 2, int4", "student-speed-v69-2",
+           "shape-l6-tail2-s32-int4_int8"),
+          ("v69-2: six layers, K = 2, int4, idle_commits", "student-speed-v69-2",
+           "shape-l6-tail2-s32-int4_int8_idle_commits"),
+          ("v69-2: six layers, K = 2, int8 products (no int4 stage)", "student-speed-v69-2", "shape-l6-tail2-s32_int8"),
+          ("v69-2: the same, idle_commits", "student-speed-v69-2", "shape-l6-tail2-s32_int8_idle_commits"),
+          ("v69-3 (again): six layers, K = 2, int4", "student-speed-v69-3", "shape-l6-tail2-s32-int4_int8"),
+          ("v69-3: six layers, K = 2, int4, idle_commits", "student-speed-v69-3",
+           "shape-l6-tail2-s32-int4_int8_idle_commits"),
+          ("v69-3: six layers, K = 2, int8 products", "student-speed-v69-3", "shape-l6-tail2-s32_int8"),
+          ("v69-3: the same, idle_commits", "student-speed-v69-3", "shape-l6-tail2-s32_int8_idle_commits"))
 
 
 def typing_table() -> str:
@@ -1319,10 +1338,15 @@ def typing_table() -> str:
                 n = r["prefix_tokens"]
                 row.update({f"{n} tokens: mean": f"{ratio['mean']:.0f}x", f"{n}: word end": f"{ratio['word_end']:.0f}x",
                             f"{n}: inside a word": f"{ratio['in_word']:.0f}x"})
+                if "mean_with_idle" in ratio:
+                    row[f"{n}: mean with idle()"] = f"{ratio['mean_with_idle']:.0f}x"
         if row:
             rows[label] = row
     return format_table(rows, "Typing sentences (student.sh, sessions 66-67 on a Zen 5 host, AVX512-VNNI; v68 on an "
-                              "Intel host, where the student's step ran ~3x slower than there, the teacher's ~1.2x): shapes at "
+                              "Intel host, where the student's step ran ~3x slower than there, the teacher's ~1.2x; "
+                              "v69 on a Zen 3 host, AVX2, its teacher 1.1-1.3x the Intel host's time and its student "
+                              "about the same; idle_commits rows time idle() apart, the last columns counting it): "
+                              "shapes at "
                               "32 slots with int4 products, int8 streams typing WORDS key by key, each keystroke "
                               "timed; the teacher re-encoding the prefix (its faster setting) over the student's "
                               "mean keystroke, its keystrokes that end a word (a space) and those inside one (--quick, "

@@ -1828,3 +1828,32 @@ done
 # -> three batches: max-abs scales 0.970 s, learned 0.828 s, and 3c23962's
 # one-function rounding 0.788 s (PYTHONPATH at a worktree of it): no cost to see at this noise; session 67's 877 s
 # against 603 s for the stage is not reproduced here.
+# Session 69 (an AMD EPYC host: Zen 3, AVX2 only, no AVX512, fresh, no GPU): the word end off the keystroke path.
+# A deferring stream ran a word's upper layers at the space that ends it, the costliest keystroke of the six-layer K = 2
+# shape. The next word's lower layers never read the upper layers, so BatchStreamingEncoder(idle_commits=True) leaves a
+# word whose space ends a `type` call to idle(), the typist's gap (a next word typed first runs it before its first
+# token). run.py's typing section now also types NAME_idle_commits, idle() timed apart (`idle`, `mean_with_idle_ms`).
+# Two runs of session 66's shapes, then two with six layers of int8 products (no int4 stage) beside them; each alone.
+for v in 0 1; do
+  [ -f "$OUT/student-speed-v69-$v.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v69-$v.json" \
+    --compare outputs/shape-l2-s32-int4 outputs/shape-l6-tail2-s32-int4
+done
+[ -d outputs/shape-l6-tail2-s32 ] || $PY - <<'PY'
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=6, num_slots=32,
+                                 pooling_position_exponent=1.0, tail_layers=2)
+save_student(model, tokenizer, "outputs/shape-l6-tail2-s32")
+PY
+for v in 2 3; do
+  [ -f "$OUT/student-speed-v69-$v.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v69-$v.json" \
+    --compare outputs/shape-l2-s32-int4 outputs/shape-l6-tail2-s32-int4 outputs/shape-l6-tail2-s32
+done
+# -> typing at 64 / 256 tokens, mean keystroke (v69-0..3): two whole layers 150-171x / 411-452x; six layers K = 2 (int4)
+# -> 117-129x / 317-352x, word ends 81-97x / 210-251x; with idle_commits 161-172x / 442-464x (the space 28-31 us, as
+# -> the every-layer stream's), idle() 142-160 us median at two threads, all work (keystrokes and idle() together)
+# -> 128-137x / 352-366x. Six layers with int8 products: 103-104x / 281-286x, idle_commits 146-151x / 390-397x, all
+# -> work 112-118x / 302-306x. Single keystrokes (the keystroke section) at 64 / 256: two layers 140-148x / 376-410x,
+# -> six int4 126-151x / 350-377x, six int8 103-107x / 290-297x. Ratios compare within a run: here the teacher is
+# -> slower (fp32, two threads, 64 tokens: 16.7-19.2 ms; emulated bf16 80-87 ms) than on the Intel host (13-17 ms) and
+# -> the student's step about as slow (two layers inside a word 107-145 us, there 109-146).
