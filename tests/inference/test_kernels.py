@@ -469,6 +469,12 @@ def test_idle_commits_on_the_live_cache_equal_the_whole_state_steps(teacher, mon
             assert encoder.text == text
             assert torch.equal(encoder.embedding, from_scratch(text, waiting)), repr(text)
             waited = waiting
+        # A pause's full embedding with a word waiting: idle()'s commit in place, then the stream shows it too.
+        encoder.type("more ")
+        text += "more "
+        commits.clear()
+        assert torch.equal(encoder.full_embedding, from_scratch(text, False)) and len(commits) == 1
+        assert torch.equal(encoder.embedding, from_scratch(text, False))
         if max_checkpoints is None:
             assert not built  # every move of the live cache was in place
 

@@ -417,8 +417,11 @@ class BatchStreamingEncoder:
     def full_embedding(self, stream_id: int) -> torch.Tensor:
         """The full embedding of a stream's text ([output_size]): `embedding`, but for a stream that defers its upper
         layers (`defer_words`) with the current word run through them too (what a pause can afford), leaving the
-        stream as it is."""
-        state = self._state(self._get(stream_id))
+        stream's text and embeddings as they are (a word left to `idle()` is committed, as `idle()` would)."""
+        s = self._get(stream_id)
+        if self._continues is not None and not s.word_states:
+            self._commit_base(s)  # a word left to idle(): idle()'s in-place commit, not a whole state built for a copy
+        state = self._state(s)
         if self._continues is None or not state.held_tokens:
             return self.embedding(stream_id)
         kept = isinstance(state, _SlotCheckpoint) and state.full is not None
