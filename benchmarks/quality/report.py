@@ -604,7 +604,16 @@ STUDENT_TRANSFER = (("dict-foldoc, three open tokens", "dict-foldoc",
                     ("dict-foldoc, two causal layers at make distill's 12,000 texts for 2,000 steps, bf16 (session 59)",
                      "dict-foldoc", _S2K.format(2, "", "control"), _S2K.format(2, "no-foldoc-", "control")),
                     ("dict-foldoc, the same with the newest four tokens open (session 59)", "dict-foldoc",
-                     _S2K.format(2, "", "open4"), _S2K.format(2, "no-foldoc-", "open4")))
+                     _S2K.format(2, "", "open4"), _S2K.format(2, "no-foldoc-", "open4")),
+                    ("dict-foldoc, two causal layers, 2,000 steps at 32 slots, fp32 (session 62)", "dict-foldoc",
+                     "tova-l2-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at76aab9f",
+                     "tova-l2-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at76aab9f"),
+                    ("dict-foldoc, three causal layers, the same (session 64)", "dict-foldoc",
+                     "tova-l3-steps2000-sentences-train32-fp32-lr3e-4-grouped-posweight-final4-at3b9ec25",
+                     "tova-l3-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at39639a3"),
+                    ("dict-foldoc, six causal layers with K = 2, the same (session 69)", "dict-foldoc",
+                     "tova-l6-tail2-steps2000-train32-fp32-lr3e-4-grouped-posweight-final4-at8ce0e96",
+                     "tova-l6-tail2-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at8ce0e96"))
 
 
 def student_transfer_table() -> str:

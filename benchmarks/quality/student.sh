@@ -1857,3 +1857,18 @@ done
 # -> six int4 126-151x / 350-377x, six int8 103-107x / 290-297x. Ratios compare within a run: here the teacher is
 # -> slower (fp32, two threads, 64 tokens: 16.7-19.2 ms; emulated bf16 80-87 ms) than on the Intel host (13-17 ms) and
 # -> the student's step about as slow (two layers inside a word 107-145 us, there 109-146).
+# Does depth close the left-out gap at 2,000 steps? Two and three causal layers lost 0.047 and 0.046 NA@10 on FOLDOC
+# (session 64); session 68 measured six with K = 2 at the release's budget only (~0.05). The like-for-like six-layer
+# point: session 65's per_word 6 again (its folder was gone), and its partner without FOLDOC, each scored on FOLDOC's
+# 780 held-out sentences. fp32 on this host, one after the other, alone.
+S69_L6=tova-l6-tail2-steps2000-train32-fp32-lr3e-4-grouped-posweight-final4-at8ce0e96
+SLOTS=32 distill_row $S69_L6 --num_hidden_layers 6 --tail_layers 2 "${S2K[@]}"
+on_source $S69_L6 dict-foldoc
+S69_L6_NO_FOLDOC=tova-l6-tail2-steps2000-no-foldoc-train32-fp32-lr3e-4-grouped-posweight-final4-at8ce0e96
+SLOTS=32 distill_row $S69_L6_NO_FOLDOC --num_hidden_layers 6 --tail_layers 2 "${S2K[@]}" --exclude_sources dict-foldoc
+on_source $S69_L6_NO_FOLDOC dict-foldoc
+# -> The first row repeats a72805a's bit for bit (in training 0.9504 / 0.7134, train loss 0.11200; 1,192 s here, 1,945
+# -> there). FOLDOC's held-out sentences, final / NA@10: trained on it 0.923 / 0.587, without it 0.910 / 0.555 (gap
+# -> 0.032; in training, every other source, 0.9498 / 0.7107, 1,126 s). Two layers lose 0.047 and three 0.046 here; six
+# -> lose a third less. At the release's budget six lost ~0.05 (session 68): the gap grows with steps, from 0.032 at
+# -> 2,000 to ~0.05 at 14,722, as two layers' grew from 0.047 to 0.073.
