@@ -97,6 +97,10 @@ def test_round_linear_weights_covers_every_linear_and_states_use_plain_names():
     kept = nn.Sequential(nn.Linear(32, 64), nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 32)))
     assert round_linear_weights(kept, 4, keep=("1",)) == ["0"]  # a kept module and those under it stay fp32
     assert not parametrize.is_parametrized(kept[1][0], "weight")
+    by_last_part = nn.Sequential(nn.Linear(32, 64), nn.Sequential(nn.Linear(64, 64), nn.Linear(64, 32)))
+    assert round_linear_weights(by_last_part, 4, keep=("0",)) == ["1.1"]  # "0" is "0" and "1.0"'s last part
+    with pytest.raises(ValueError, match=r"\['2'\], which match no linear layer"):
+        round_linear_weights(nn.Sequential(nn.Linear(32, 64)), 4, keep=("2",))
     with pytest.raises(ValueError, match="do not split into groups"):
         round_linear_weights(nn.Sequential(nn.Linear(30, 4)), 4, 32)
     with pytest.raises(ValueError, match="'0' is a GRU, whose weights would stay unrounded"):

@@ -40,7 +40,7 @@ from tf2rnn_hf.distill.quantization_aware import round_weight
 from tf2rnn_hf.distill.recipe import PRESETS_DIR, parse, presets
 from tf2rnn_hf.distill.sparse_adamw import RowSparseAdamW
 from tf2rnn_hf.distill.trainer import TimeBudgetProgressCallback
-from tf2rnn_hf.inference.kernels import quantize_rows4
+from tf2rnn_hf.inference.kernels import Int8TOVAStep, quantize_rows4
 from tf2rnn_hf.models import TF2RNNModel
 
 ROOT = Path(__file__).parents[2]
@@ -249,14 +249,14 @@ def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
     assert all(np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0 for h in history)
 
 
-def _rounded_run(teacher, data, out, resume=None, weight_scale="max"):
+def _rounded_run(teacher, data, out, resume=None, weight_scale="max", weight_keep=()):
     """A one-layer inherited student trained 4 steps under --weight_bits 4, a checkpoint every 2."""
     torch.manual_seed(0)
     model, tok = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=8)
     args = DistillationTrainingArguments(
         output_dir=str(out), report_to=[], use_cpu=True, max_steps=4, per_device_train_batch_size=8,
         learning_rate=1e-3, remove_unused_columns=False, save_strategy="steps", save_steps=2, seed=0,
-        disable_tqdm=True, weight_bits=4, weight_scale=weight_scale)
+        disable_tqdm=True, weight_bits=4, weight_scale=weight_scale, weight_keep=list(weight_keep))
     trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
                                   data_collator=TrajectoryCollator(tok.pad_token_id))
     linears = {n: m for n, m in model.named_modules() if parametrize.is_parametrized(m, "weight")}
@@ -306,6 +306,25 @@ def test_weight_bits_trains_through_int4_saves_the_rounded_student_and_resumes(t
         DistillationTrainingArguments(output_dir=str(tmp_path), weight_group=32)
     with pytest.raises(ValueError, match="2..8-bit"):
         DistillationTrainingArguments(output_dir=str(tmp_path), weight_bits=16)
+
+
+def test_weight_keep_leaves_a_product_unrounded_and_the_fused_step_reads_it_as_int8(teacher, data, tmp_path):
+    """`--weight_keep down`: every layer's feed-forward output trains unrounded, the other products through int4; the
+    saved student's fused step then reads qkv, out and up as int4 and down as int8 (on a CPU with int4 products)."""
+    trainer, tok, linears = _rounded_run(teacher, data, tmp_path / "run", weight_keep=("down",))
+    assert linears and not any(name.endswith("down") for name in linears)
+    assert {name.rsplit(".", 1)[-1] for name in linears} == {"query", "key", "value", "out", "up"}
+    trainer.save_model(str(tmp_path / "student"))
+    saved = TF2RNNModel.from_pretrained(tmp_path / "student").eval()
+    step = Int8TOVAStep(saved)
+    assert step.int4 == (("qkv", "out", "up") if step.lib.tf2rnn_int4_products() else ())
+    assert quantize_rows4(saved.cell.layers[0].down.weight) is None  # trained in fp32: off the grid
+    with pytest.raises(ValueError, match="match no linear layer"):  # a misspelt name would round what it meant to keep
+        _rounded_run(teacher, data, tmp_path / "typo", weight_keep=("dwon",))
+    with pytest.raises(ValueError, match="pass --weight_bits too"):
+        DistillationTrainingArguments(output_dir=str(tmp_path), weight_keep=["down"])
+    with pytest.raises(ValueError, match="Keep all three or none"):
+        DistillationTrainingArguments(output_dir=str(tmp_path), weight_bits=4, weight_keep=["query", "key"])
 
 
 @pytest.mark.parametrize("bad, message", [({"freeze_embeddings": True}, "frozen token table"),

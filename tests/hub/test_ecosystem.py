@@ -82,6 +82,11 @@ def test_the_card_names_the_cell_and_its_open_tokens():
     int4 = str(render_model_card(tiny_config("tova_attention"), weight_bits=4))
     assert "- Weights: the recurrent layers' on a symmetric int4 grid, one scale per row" in int4
     assert "- Tokeniser:" in int4.split("- Weights:")[1]  # the list goes on after it
+    assert "except" not in int4.split("- Tokeniser:")[0]
+    mixed = str(render_model_card(tiny_config("tova_attention"), weight_bits=4, weight_keep=["down"]))
+    assert ("one scale per row (trained through the rounding), except each layer's down; the readout and those fp32. "
+            "On a CPU with AVX512-VNNI or AVX2 the fused keystroke reads the rounded ones as int4 products and the "
+            "rest as int8") in mixed
 
 
 def test_the_card_names_the_text_the_student_trained_on(tmp_path):

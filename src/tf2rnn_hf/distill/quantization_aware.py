@@ -97,18 +97,26 @@ class RoundedWeight(nn.Module):
 def round_linear_weights(model: nn.Module, bits: int, group: Optional[int] = None,
                          keep: Sequence[str] = (), learned_scale: bool = False) -> List[str]:
     """Make every `nn.Linear` of `model` run on its weight rounded to int-`bits` (`RoundedWeight`, its scales learned
-    with `learned_scale`), except those named in `keep` or under them; returns their names. The token table is an
-    embedding and stays fp32, as the int8 kernels keep it. The modules still load a plain state (`weight`, as
-    `plain_state_dict` writes it) into their latent weights."""
+    with `learned_scale`), except those named in `keep` (a module's name, its name's last part, or a module above it)
+    and those under them; returns their names. The token table is an embedding and stays fp32, as the int8 kernels
+    keep it. The modules still load a plain state (`weight`, as `plain_state_dict` writes it) into their latent
+    weights."""
     if has_rounded_weights(model):
         raise ValueError(f"{type(model).__name__} rounds its linear weights already (round_linear_weights ran).")
     recurrent = [(name, type(m).__name__) for name, m in model.named_modules() if isinstance(m, nn.RNNBase)]
     if recurrent:  # its gate weights would stay fp32 while the readout rounds: not the int-N student asked for
         raise ValueError(f"Rounded weights cover nn.Linear layers only; {recurrent[0][0]!r} is a {recurrent[0][1]}, "
                          "whose weights would stay unrounded. Use an attention-like cell (tova_attention).")
+    def kept(name: str, k: str) -> bool:
+        return name == k or name.startswith(k + ".") or name.rsplit(".", 1)[-1] == k
+
+    linears = [name for name, module in model.named_modules() if isinstance(module, nn.Linear)]
+    unmatched = [k for k in keep if not any(kept(name, k) for name in linears)]
+    if unmatched:  # a misspelt name would round what the caller meant to keep
+        raise ValueError(f"keep names {unmatched}, which match no linear layer of {type(model).__name__}.")
     names = []
     for name, module in model.named_modules():
-        if isinstance(module, nn.Linear) and not any(name == k or name.startswith(k + ".") for k in keep):
+        if isinstance(module, nn.Linear) and not any(kept(name, k) for k in keep):
             round_weight(module.weight.detach(), bits, group)  # a group that does not divide the row fails here
             parametrize.register_parametrization(
                 module, "weight", RoundedWeight(bits, group, module.weight if learned_scale else None))

@@ -62,7 +62,7 @@ class DistillationTrainer(Trainer):
             # The readout stays fp32 (int8 in the fused step): 4% of two layers' weight bytes, yet rounding it to
             # int4 after training cost 0.030 of the 0.053 final cosine the whole student lost (weight_bits.py), and
             # 0.002 when trained through (docs/experiments.md, session 55).
-            round_linear_weights(self.model, args.weight_bits, args.weight_group, keep=("readout",),
+            round_linear_weights(self.model, args.weight_bits, args.weight_group, keep=("readout", *args.weight_keep),
                                  learned_scale=args.weight_scale == "learned")
         self._final_save = False
         self.schedule = args.schedule

@@ -2,7 +2,7 @@
 beside the `TrainingArguments` it extends (as sentence-transformers' `SentenceTransformerTrainingArguments`)."""
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import List, Optional
 
 from transformers import TrainingArguments
 
@@ -58,6 +58,10 @@ class DistillationTrainingArguments(TrainingArguments):
                 "rounded (quantization_aware.py)."})
     weight_group: Optional[int] = field(default=None, metadata={
         "help": "With --weight_bits: one scale per this many columns of a row (default: one per row)."})
+    weight_keep: List[str] = field(default_factory=list, metadata={
+        "help": "With --weight_bits: linear layers left unrounded, by their name's last part (query, key, value, out, "
+                "up, down), as the readout is; the fused step reads them as int8, the rest as int4. The step reads "
+                "query, key and value as one product: keep all three or none."})
     weight_scale: str = field(default="max", metadata={
         "help": "With --weight_bits: each scale spans its row's largest value ('max'), or is learned ('learned', LSQ: "
                 "started at the least-squares clip, the clipped values getting no gradient)."})
@@ -74,6 +78,11 @@ class DistillationTrainingArguments(TrainingArguments):
                              "use bf16 or fp32.")
         if self.weight_group is not None and self.weight_bits is None:
             raise ValueError("weight_group sets the columns per scale of --weight_bits; pass --weight_bits too.")
+        if self.weight_keep and self.weight_bits is None:
+            raise ValueError("weight_keep names the layers --weight_bits leaves unrounded; pass --weight_bits too.")
+        if self.weight_keep and 0 < len(set(self.weight_keep) & {"query", "key", "value"}) < 3:
+            raise ValueError(f"weight_keep {self.weight_keep} keeps part of query, key and value, which the fused step "
+                             "reads as one product: its int4 form needs all three rounded. Keep all three or none.")
         if self.weight_scale not in ("max", "learned"):
             raise ValueError(f"weight_scale is 'max' or 'learned', got {self.weight_scale!r}.")
         if self.weight_scale != "max" and self.weight_bits is None:
