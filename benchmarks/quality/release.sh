@@ -52,7 +52,8 @@
 #   INT4_STEPS: after training, a second stage of that many steps through int4 weights (--weight_bits 4, lr 1e-4)
 #     from the trained student, which stays in $OUT-fp32; the released student is the int4 one (its fused step reads
 #     int4 products on an AVX512-VNNI or AVX2 CPU). "" (the default): no second stage.
-#   INT4_EXTRA: more options for that stage (--weight_scale learned: the int4 scales trained too, session 67)
+#   INT4_EXTRA: more options for that stage (--weight_scale learned: the int4 scales trained too, session 67;
+#     --weight_keep down: that product left off the int4 grid, read as int8, session 71)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}

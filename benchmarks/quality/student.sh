@@ -1677,9 +1677,10 @@ per_word 6
 # whole layers, and six with K = 2, typed as sentences key by key (benchmarks/run.py's typing section: the mean
 # keystroke, the word-end keystroke and one inside a word, each against the teacher), the six-layer student also with
 # every layer at every keystroke. Alone on a Zen 5 host (AVX512-VNNI).
-int4_shape() {  # NAME LAYERS [TAIL]: outputs/shape-NAME, a fresh student of LAYERS causal layers (TAIL: tail_layers)
-  # at 32 slots with its linear weights rounded to int4 per row
-  [ -d "outputs/shape-$1" ] || NAME=$1 LAYERS=$2 TAIL=${3:-} $PY - <<'PY'
+int4_shape() {  # NAME LAYERS [TAIL [KEEP]]: outputs/shape-NAME, a fresh student of LAYERS causal layers (TAIL:
+  # tail_layers) at 32 slots with its linear weights rounded to int4 per row, but those whose names end in KEEP's
+  # (space-separated, as --weight_keep): int8 in the fused step
+  [ -d "outputs/shape-$1" ] || NAME=$1 LAYERS=$2 TAIL=${3:-} KEEP=${4:-} $PY - <<'PY'
 import os
 
 import torch
@@ -1691,9 +1692,10 @@ from tf2rnn_hf.hub import save_student
 tail = int(os.environ["TAIL"]) if os.environ["TAIL"] else None
 model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(os.environ["LAYERS"]), num_slots=32,
                                  pooling_position_exponent=1.0, tail_layers=tail)
+keep = os.environ["KEEP"].split()
 with torch.no_grad():
-    for m in model.modules():
-        if isinstance(m, torch.nn.Linear):
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] not in keep:
             m.weight.copy_(round_weight(m.weight, 4))
 save_student(model, tokenizer, f"outputs/shape-{os.environ['NAME']}")
 PY
@@ -1872,3 +1874,50 @@ on_source $S69_L6_NO_FOLDOC dict-foldoc
 # -> 0.032; in training, every other source, 0.9498 / 0.7107, 1,126 s). Two layers lose 0.047 and three 0.046 here; six
 # -> lose a third less. At the release's budget six lost ~0.05 (session 68): the gap grows with steps, from 0.032 at
 # -> 2,000 to ~0.05 at 14,722, as two layers' grew from 0.047 to 0.073.
+# Sessions 70-71 (session 69's Zen 3 host, no GPU): which products int4 hurts, and leaving those at int8 (--weight_keep).
+# The int4 stage cost the candidate 0.023 NA@10 (session 67: 0.7503 -> 0.727, learned scales 0.741). On $S69_L6 (its
+# folder retrained here: bit for bit the committed row), each product left int8 in turn with the rest rounded to int4
+# per row after training (weight_bits.py), then 500 steps through int4 from it, as S64_L4_INT4's stage, each alone.
+[ -f "$OUT/weight-bits-$S69_L6.json" ] || $PY benchmarks/quality/weight_bits.py "outputs/student-$S69_L6" "int8 per row" \
+  "int4 per row, readout int8" "int4 per row, readout and attention int8" "int4 per row, readout and out int8" \
+  "int4 per row, readout and up int8" "int4 per row, readout and down int8" "int4 per 128 columns" \
+  > "$OUT/weight-bits-$S69_L6.json"
+# -> final / NA@10 on 1,000 held-out texts: fp32 0.9435 / 0.658, int8 0.9425 / 0.658, int4 per row (readout int8)
+# -> 0.8927 / 0.592; the same with query/key/value int8 0.8992 / 0.603, out 0.8977 / 0.601, up 0.9096 / 0.617, down
+# -> 0.9159 / 0.619 (46% of int4's final cosine back for 1.3x its bytes); int4 per 128 columns 0.9120 / 0.619.
+keep_stage() {  # VARIANT -- options: 500 steps at lr 1e-4 from $S69_L6, 32 slots, scored on $S61_SUITES
+  local name=$S69_L6-then-$1-at5371991; shift
+  SLOTS=32 distill_row "$name" --num_hidden_layers 6 --tail_layers 2 "${S2K[@]}" --init_from "outputs/student-$S69_L6" \
+    --learning_rate 1e-4 --max_steps 500 "$@"
+  scored "$name"
+}
+keep_stage fp32-500-lr1e-4
+keep_stage int4-500-lr1e-4-control --weight_bits 4
+keep_stage int4-500-lr1e-4-keep-down --weight_bits 4 --weight_keep down
+keep_stage int4-500-lr1e-4-learned --weight_bits 4 --weight_scale learned
+keep_stage int4-500-lr1e-4-keep-down-learned --weight_bits 4 --weight_keep down --weight_scale learned
+keep_stage int4-500-lr1e-4-keep-up-down --weight_bits 4 --weight_keep up down
+# Each again in another batch order (--seed 1), alone:
+keep_stage fp32-500-lr1e-4-seed1 --seed 1
+keep_stage int4-500-lr1e-4-control-seed1 --seed 1 --weight_bits 4
+keep_stage int4-500-lr1e-4-learned-seed1 --seed 1 --weight_bits 4 --weight_scale learned
+keep_stage int4-500-lr1e-4-keep-down-seed1 --seed 1 --weight_bits 4 --weight_keep down
+keep_stage int4-500-lr1e-4-keep-down-learned-seed1 --seed 1 --weight_bits 4 --weight_keep down --weight_scale learned
+keep_stage int4-500-lr1e-4-keep-up-down-seed1 --seed 1 --weight_bits 4 --weight_keep up down
+# -> tf2rnn evaluate at 32 slots, final / NA@10 / STS-B, seed 42 then 1: fp32 0.9431 / 0.655 / 79.77, 0.9430 / 0.657 /
+# -> 79.75; int4 0.9335 / 0.641 / 79.55, 0.9334 / 0.642 / 79.52; learned scales 0.9377 / 0.647 / 79.65, 0.9376 / 0.646
+# -> / 79.55; down int8 0.9374 / 0.649 / 79.61, 0.9374 / 0.650 / 79.58; down int8 and learned scales 0.9391 / 0.647 /
+# -> 79.77, 0.9392 / 0.647 / 79.75; up and down int8 0.9401 / 0.651 / 79.67, 0.9401 / 0.654 / 79.76. down at int8
+# -> keeps half of int4's NA@10 cost for 1.3x its bytes (7.4 MB against 5.6; int8 10.9), learned scales a third.
+# What down at int8 costs a keystroke: session 69's shapes and the same six layers with down left off the int4 grid,
+# two runs, alone.
+int4_shape l6-tail2-s32-int4-keep-down 6 2 down
+for v in 0 1; do
+  [ -f "$OUT/student-speed-v70-$v.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v70-$v.json" \
+    --compare outputs/shape-l2-s32-int4 outputs/shape-l6-tail2-s32-int4 outputs/shape-l6-tail2-s32-int4-keep-down \
+    outputs/shape-l6-tail2-s32
+done
+# -> teacher over student at 64 / 256 tokens (v70-0, v70-1): single keystrokes, six layers K = 2 int4 127-155x /
+# -> 371-413x, down int8 129-137x / 348-377x, every product int8 115-124x / 305-347x, two whole layers 134-137x /
+# -> 417-431x; typing mean 133-140x / 312-344x, 134-146x / 291-319x, 122-129x / 266-299x; with idle_commits 175-195x /
+# -> 409-454x, 170-186x / 388-428x, 161-169x / 374-403x. down at int8 costs 6-9% at 256 tokens, every product 13-18%.
