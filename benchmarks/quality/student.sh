@@ -1909,6 +1909,13 @@ keep_stage int4-500-lr1e-4-keep-up-down-seed1 --seed 1 --weight_bits 4 --weight_
 # -> / 79.55; down int8 0.9374 / 0.649 / 79.61, 0.9374 / 0.650 / 79.58; down int8 and learned scales 0.9391 / 0.647 /
 # -> 79.77, 0.9392 / 0.647 / 79.75; up and down int8 0.9401 / 0.651 / 79.67, 0.9401 / 0.654 / 79.76. down at int8
 # -> keeps half of int4's NA@10 cost for 1.3x its bytes (7.4 MB against 5.6; int8 10.9), learned scales a third.
+# Does a longer stage close int4's cost, or down's lead? 1,500 steps (three times as many), alone:
+keep_stage int4-1500-lr1e-4-control --weight_bits 4 --max_steps 1500
+keep_stage int4-1500-lr1e-4-keep-down --weight_bits 4 --weight_keep down --max_steps 1500
+keep_stage int4-1500-lr1e-4-learned --weight_bits 4 --weight_scale learned --max_steps 1500
+# -> final / NA@10 / STS-B: int4 0.9337 / 0.641 / 79.50, down int8 0.9373 / 0.649 / 79.61 (both where 500 steps left
+# -> them), learned scales 0.9387 / 0.651 / 79.64 (500: 0.9377 / 0.647): learned scales go on improving, and at 1,500
+# -> steps match down at int8 at int4's bytes.
 # What down at int8 costs a keystroke: session 69's shapes and the same six layers with down left off the int4 grid,
 # two runs, alone.
 int4_shape l6-tail2-s32-int4-keep-down 6 2 down
