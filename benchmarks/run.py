@@ -637,7 +637,10 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
                                           for name, m in models.items()},
                            # the products the fused step reads as int4 (a student trained with --weight_bits 4)
                            "int4_products": {name: list(getattr(getattr(m, "step_kernel", None), "int4", ()))
-                                             for name, m in models.items()}}}
+                                             for name, m in models.items()},
+                           # those of them with a scale per 128 columns (--weight_group 128)
+                           "int4_groups": {name: list(getattr(getattr(m, "step_kernel", None), "int4_groups", ()))
+                                           for name, m in models.items()}}}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=1))
     for row in rows:

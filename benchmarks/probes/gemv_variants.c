@@ -128,7 +128,7 @@ int main(void) {
     // Exactness: A and B against int8.h's gemv on every shape.
     for (int k = 0; k < 4; ++k) {
         mat *a = &m[k];
-        gemv(a->w, NULL, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
+        gemv(a->w, NULL, NULL, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
         for (int v = 0; v < 2; ++v) {
             if (v == 0) gemv_sign_per_row(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y1);
             else gemv_abs_hoisted8(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y1);
@@ -146,7 +146,7 @@ int main(void) {
             double t0 = now();
             for (int k = 0; k < LAYERS * 4; ++k) {
                 mat *a = &m[k];
-                if (v == 0) gemv(a->w, NULL, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
+                if (v == 0) gemv(a->w, NULL, NULL, a->s, a->r, a->b, xu, sx, a->rows, a->cols, y0);
                 else if (v == 1) gemv_sign_per_row(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y0);
                 else if (v == 2) gemv_abs_hoisted8(a->w, a->s, a->b, xu, sx, a->rows, a->cols, y0);
                 else gemv_w7(a->w7, a->s, a->r7, a->b, xu, sx, a->rows, a->cols, y0);

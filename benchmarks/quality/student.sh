@@ -1677,10 +1677,10 @@ per_word 6
 # whole layers, and six with K = 2, typed as sentences key by key (benchmarks/run.py's typing section: the mean
 # keystroke, the word-end keystroke and one inside a word, each against the teacher), the six-layer student also with
 # every layer at every keystroke. Alone on a Zen 5 host (AVX512-VNNI).
-int4_shape() {  # NAME LAYERS [TAIL [KEEP]]: outputs/shape-NAME, a fresh student of LAYERS causal layers (TAIL:
-  # tail_layers) at 32 slots with its linear weights rounded to int4 per row, but those whose names end in KEEP's
-  # (space-separated, as --weight_keep): int8 in the fused step
-  [ -d "outputs/shape-$1" ] || NAME=$1 LAYERS=$2 TAIL=${3:-} KEEP=${4:-} $PY - <<'PY'
+int4_shape() {  # NAME LAYERS [TAIL [KEEP [GROUP]]]: outputs/shape-NAME, a fresh student of LAYERS causal layers
+  # (TAIL: tail_layers) at 32 slots with its linear weights rounded to int4 per row (per GROUP columns), but those whose
+  # names end in KEEP's (space-separated, as --weight_keep): int8 in the fused step
+  [ -d "outputs/shape-$1" ] || NAME=$1 LAYERS=$2 TAIL=${3:-} KEEP=${4:-} GROUP=${5:-} $PY - <<'PY'
 import os
 
 import torch
@@ -1693,10 +1693,11 @@ tail = int(os.environ["TAIL"]) if os.environ["TAIL"] else None
 model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(os.environ["LAYERS"]), num_slots=32,
                                  pooling_position_exponent=1.0, tail_layers=tail)
 keep = os.environ["KEEP"].split()
+group = int(os.environ["GROUP"]) if os.environ["GROUP"] else None
 with torch.no_grad():
     for name, m in model.named_modules():
         if isinstance(m, torch.nn.Linear) and name.rsplit(".", 1)[-1] not in keep:
-            m.weight.copy_(round_weight(m.weight, 4))
+            m.weight.copy_(round_weight(m.weight, 4, group))
 save_student(model, tokenizer, f"outputs/shape-{os.environ['NAME']}")
 PY
 }

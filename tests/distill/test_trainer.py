@@ -41,6 +41,7 @@ from tf2rnn_hf.distill.recipe import PRESETS_DIR, parse, presets
 from tf2rnn_hf.distill.sparse_adamw import RowSparseAdamW
 from tf2rnn_hf.distill.trainer import TimeBudgetProgressCallback
 from tf2rnn_hf.inference.kernels import Int8TOVAStep, quantize_rows4
+from tf2rnn_hf.inference.kernels.naive import int8_tova_step
 from tf2rnn_hf.models import TF2RNNModel
 
 ROOT = Path(__file__).parents[2]
@@ -249,14 +250,15 @@ def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
     assert all(np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0 for h in history)
 
 
-def _rounded_run(teacher, data, out, resume=None, weight_scale="max", weight_keep=()):
+def _rounded_run(teacher, data, out, resume=None, weight_scale="max", weight_keep=(), weight_group=None):
     """A one-layer inherited student trained 4 steps under --weight_bits 4, a checkpoint every 2."""
     torch.manual_seed(0)
     model, tok = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=8)
     args = DistillationTrainingArguments(
         output_dir=str(out), report_to=[], use_cpu=True, max_steps=4, per_device_train_batch_size=8,
         learning_rate=1e-3, remove_unused_columns=False, save_strategy="steps", save_steps=2, seed=0,
-        disable_tqdm=True, weight_bits=4, weight_scale=weight_scale, weight_keep=list(weight_keep))
+        disable_tqdm=True, weight_bits=4, weight_scale=weight_scale, weight_keep=list(weight_keep),
+        weight_group=weight_group)
     trainer = DistillationTrainer(model=model, args=args, train_dataset=data[0],
                                   data_collator=TrajectoryCollator(tok.pad_token_id))
     linears = {n: m for n, m in model.named_modules() if parametrize.is_parametrized(m, "weight")}
@@ -306,6 +308,35 @@ def test_weight_bits_trains_through_int4_saves_the_rounded_student_and_resumes(t
         DistillationTrainingArguments(output_dir=str(tmp_path), weight_group=32)
     with pytest.raises(ValueError, match="2..8-bit"):
         DistillationTrainingArguments(output_dir=str(tmp_path), weight_bits=16)
+
+
+@pytest.mark.parametrize("weight_scale", ["max", "learned"])
+def test_weight_group_128_saves_a_student_the_fused_step_reads_as_int4_with_a_scale_per_128_columns(
+        teacher, data, tmp_path, weight_scale):
+    """`--weight_group 128`: each 128 columns of a row train on their own int4 grid; the saved student is on that grid
+    and not on one scale a row, and its fused step reads every layer product as int4 with those scales (on a CPU with
+    int4 products): naive.py's arithmetic, near its fp32 forward (0.988-0.993 cosine here, int8 activations)."""
+    trainer, tok, linears = _rounded_run(teacher, data, tmp_path / "run", weight_scale=weight_scale, weight_group=128)
+    trainer.save_model(str(tmp_path / "student"))
+    saved = TF2RNNModel.from_pretrained(tmp_path / "student").eval()
+    for name, m in saved.named_modules():
+        if name in linears:
+            assert torch.allclose(round_weight(m.weight, 4, 128), m.weight, atol=1e-6, rtol=0)
+            assert not torch.allclose(round_weight(m.weight, 4), m.weight, atol=1e-6, rtol=0)
+            codes, scale, _ = quantize_rows4(m.weight)
+            assert scale.shape == (m.weight.shape[0], m.weight.shape[1] // 128)
+    step = Int8TOVAStep(saved)
+    int4 = step.lib.tf2rnn_int4_products()
+    assert step.int4 == step.int4_groups == (("qkv", "out", "up", "down") if int4 else ())
+    ids = tok("The quiet river flows near the bridge.")["input_ids"]
+    state, plain, ref = saved.init_state(1), saved.init_state(1), saved.init_state(1)
+    with torch.no_grad():
+        for token in ids:
+            fused, state = step(torch.tensor([token]), state)
+            fp32, plain = saved.step(torch.tensor([token]), plain)
+            naive, ref = int8_tova_step(saved, token, ref)
+            assert (fused - naive).abs().max() <= 1e-4  # the kernel computes naive.py's block-scaled arithmetic
+            assert torch.nn.functional.cosine_similarity(fused, fp32).item() >= 0.98  # int8 activations' noise
 
 
 def test_weight_keep_leaves_a_product_unrounded_and_the_fused_step_reads_it_as_int8(teacher, data, tmp_path):

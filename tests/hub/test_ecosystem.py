@@ -87,6 +87,11 @@ def test_the_card_names_the_cell_and_its_open_tokens():
     assert ("one scale per row (trained through the rounding), except each layer's down; the readout and those fp32. "
             "On a CPU with AVX512-VNNI or AVX2 the fused keystroke reads the rounded ones as int4 products and the "
             "rest as int8") in mixed
+    grouped = str(render_model_card(tiny_config("tova_attention"), weight_bits=4, weight_group=128))
+    assert ("on a symmetric int4 grid, one scale per 128 columns of a row (trained through the rounding); the readout "
+            "fp32. On a CPU with AVX512-VNNI or AVX2 the fused keystroke reads them as int4 products") in grouped
+    small = str(render_model_card(tiny_config("tova_attention"), weight_bits=4, weight_group=64))
+    assert "one scale per 64 columns of a row" in small and "int4 products" not in small  # the kernel reads it as int8
 
 
 def test_the_card_names_the_text_the_student_trained_on(tmp_path):

@@ -1,8 +1,9 @@
 /* The keystroke kernels' products (int8.h) against integer sums, and their attention against double precision, for
  * tests/inference/test_int8_products.py, which builds this file once per instruction set the CPU runs (no SIMD, AVX2,
- * native): quantize_u8 and the int8 and int4 products must give the same bytes and sums on every path, since which
- * path runs depends only on the CPU. With unit scales and no bias each product's output is its integer sum converted
- * to float, so equality is exact; the fp32 attention is held to 1e-5. Prints "ok" and exits 0, or names the first
+ * native): quantize_u8 and the int8 and int4 products (one scale a row or one per 128 columns) must give the same
+ * bytes and sums on every path, since which path runs depends only on the CPU. With unit scales (powers of two per
+ * 128 columns) and no bias each product's output is its integer sum converted to float, so equality is exact; the
+ * fp32 attention is held to 1e-5. Prints "ok" and exits 0, or names the first
  * mismatch and exits 1. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,11 +41,15 @@ static int check_quantize(void) {
     return 0;
 }
 
-/* Rows x cols with n activation vectors; int4 codes in [-7, 7] packed as pack_int4 does, else int8 in [-127, 127]. */
-static int check_product(int rows, int cols, int n, int int4) {
+/* Rows x cols with n activation vectors; int4 codes in [-7, 7] packed as pack_int4 does, else int8 in [-127, 127];
+ * `groups`: the int4 codes with a scale per 128 columns, powers of two so that the fp32 sum of the scaled blocks is
+ * still exact. */
+static int check_product(int rows, int cols, int n, int int4, int groups) {
     int8_t *w = malloc((size_t)rows * cols);
     uint8_t *w4 = malloc((size_t)rows * cols / 2 + 1), *xu = malloc((size_t)n * cols);
     float *s = malloc(sizeof(float) * rows), *b = malloc(sizeof(float) * rows), *y = malloc(sizeof(float) * n * rows);
+    float *g = malloc(sizeof(float) * (rows * cols / 128 + 1));
+    for (int k = 0; k < rows * cols / 128; ++k) g[k] = (float)(1 << (rand() % 4)) / 2.f;  /* 0.5, 1, 2 or 4 */
     int32_t *rowsum = malloc(sizeof(int32_t) * rows);
     float sx[16];
     for (int i = 0; i < rows; ++i) {
@@ -64,20 +69,25 @@ static int check_product(int rows, int cols, int n, int int4) {
         sx[v] = 1.f;
         for (int j = 0; j < cols; ++j) xu[(int64_t)v * cols + j] = (uint8_t)(v == 0 ? 255 : 1 + rand() % 255);
     }
-    gemv_batch(int4 ? NULL : w, int4 ? w4 : NULL, s, rowsum, b, xu, sx, n, rows, cols, y);
+    gemv_batch(int4 ? NULL : w, int4 ? w4 : NULL, groups ? g : NULL, s, rowsum, b, xu, sx, n, rows, cols, y);
     int bad = 0;
     for (int v = 0; v < n && !bad; ++v)
         for (int i = 0; i < rows && !bad; ++i) {
-            int64_t acc = 0;
-            for (int j = 0; j < cols; ++j)
-                acc += (int64_t)w[(int64_t)i * cols + j] * ((int)xu[(int64_t)v * cols + j] - 128);
+            double acc = 0.;
+            for (int k = 0; k < (groups ? cols / 128 : 1); ++k) {
+                const int j0 = groups ? k * 128 : 0, j1 = groups ? j0 + 128 : cols;
+                int64_t block = 0;
+                for (int j = j0; j < j1; ++j)
+                    block += (int64_t)w[(int64_t)i * cols + j] * ((int)xu[(int64_t)v * cols + j] - 128);
+                acc += (double)block * (groups ? g[(int64_t)i * (cols / 128) + k] : 1.);
+            }
             if (y[(int64_t)v * rows + i] != (float)acc) {
-                printf("int%d product differs: %dx%d, vector %d of %d, row %d: %.1f against %lld\n", int4 ? 4 : 8,
-                       rows, cols, v, n, i, y[(int64_t)v * rows + i], (long long)acc);
+                printf("int%d product%s differs: %dx%d, vector %d of %d, row %d: %.1f against %.1f\n", int4 ? 4 : 8,
+                       groups ? " (a scale per 128 columns)" : "", rows, cols, v, n, i, y[(int64_t)v * rows + i], acc);
                 bad = 1;
             }
         }
-    free(w), free(w4), free(xu), free(s), free(b), free(y), free(rowsum);
+    free(w), free(w4), free(xu), free(s), free(b), free(y), free(rowsum), free(g);
     return bad;
 }
 
@@ -127,9 +137,9 @@ int main(void) {
             return 1;
     const int shapes[][3] = {{1152, 384, 1}, {384, 1536, 1}, {1536, 384, 3}, {44, 128, 2}, {6, 256, 1}, {5, 96, 2}};
     for (int k = 0; k < 6; ++k)
-        for (int int4 = 0; int4 < 2; ++int4) {
-            if (int4 && shapes[k][1] % 128) continue;  /* int4 packs by 128 columns */
-            if (check_product(shapes[k][0], shapes[k][1], shapes[k][2], int4)) return 1;
+        for (int kind = 0; kind < 3; ++kind) {  /* int8, int4, int4 with a scale per 128 columns */
+            if (kind && shapes[k][1] % 128) continue;  /* int4 packs by 128 columns */
+            if (check_product(shapes[k][0], shapes[k][1], shapes[k][2], kind > 0, kind == 2)) return 1;
         }
     printf("ok\n");
     return 0;

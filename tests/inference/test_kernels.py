@@ -5,6 +5,7 @@ back to PyTorch."""
 
 import multiprocessing
 import time
+from typing import List, Optional
 
 import pytest
 import torch
@@ -197,30 +198,40 @@ def test_deferring_streams_take_the_fused_steps_and_stay_close_under_edits(teach
     assert torch.dot(encoder.embedding, scratch) >= 0.995  # fp32 from scratch vs the int8 stream after edits
 
 
-def _on_int4_grid(model: TF2RNNModel, readout: bool = True) -> TF2RNNModel:
-    """Every linear weight of the layers (and of the readout, if `readout`) rounded to 4 bits per row; --weight_bits 4
-    saves a student so with its readout fp32 (since session 55), session 54's rounded it too."""
+def _on_int4_grid(model: TF2RNNModel, readout: bool = True, group: Optional[int] = None,
+                  layers: Optional[List[int]] = None) -> TF2RNNModel:
+    """Every linear weight of the layers (those in `layers`, default all; and of the readout, if `readout`) rounded to
+    4 bits per row (per `group` columns); --weight_bits 4 saves a student so with its readout fp32 (since session 55),
+    session 54's rounded it too."""
     with torch.no_grad():
-        for m in (model if readout else model.cell).modules():
+        parts = [model.cell.layers[k] for k in layers] if layers is not None else [model.cell]
+        for m in [m for part in parts for m in part.modules()] + ([model.readout] if readout else []):
             if isinstance(m, torch.nn.Linear):
-                m.weight.copy_(round_weight(m.weight, 4))
+                m.weight.copy_(round_weight(m.weight, 4, group))
     return model
 
 
 # 128 wide: every product's columns pack in blocks of 128; 44 readout rows end in scalar rows after the eight-row
-# blocks. Open tokens run the products over several tokens at once.
-@pytest.mark.parametrize("open_tokens,readout", [(1, True), (3, True), (1, False)])
+# blocks. Open tokens run the products over several tokens at once. 256 wide with a scale per 128 columns: two blocks
+# a row (four in down), and with the first layer on one scale a row, that layer's products read as blocks too.
+@pytest.mark.parametrize("hidden,open_tokens,readout,group,rows_first", [
+    (128, 1, True, None, False), (128, 3, True, None, False), (128, 1, False, None, False),
+    (256, 1, True, 128, False), (256, 3, False, 128, False), (256, 1, True, 128, True)])
 @torch.no_grad()
-def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(open_tokens, readout):
+def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(hidden, open_tokens, readout, group, rows_first):
     """A student trained through int4 weights: where the CPU has AVX512-VNNI or AVX2 the kernel reads the products on
-    the grid as int4 (half the bytes), the readout too where it is, and still computes naive.py's arithmetic (which
-    reads the same codes), near the fp32 model; elsewhere it reads them as int8. Weights off the grid (any trained in
-    fp32) stay int8."""
-    model = _on_int4_grid(_tova(128, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44),
-                          readout)
+    the grid as int4 (half the bytes), the readout too where it is, with one scale a row or one per 128 columns, and
+    still computes naive.py's arithmetic (which reads the same codes), near the fp32 model; elsewhere it reads them as
+    int8. Weights off the grid (any trained in fp32) stay int8."""
+    model = _tova(hidden, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44)
+    model = _on_int4_grid(model, readout, group)
+    if rows_first:
+        model = _on_int4_grid(model, False, None, layers=[0])
     step = Int8TOVAStep(model)
     products = ("qkv", "out", "up", "down") + (("o",) if readout else ())
-    assert step.int4 == (products if step.lib.tf2rnn_int4_products() else ())
+    int4 = step.lib.tf2rnn_int4_products()
+    assert step.int4 == (products if int4 else ())
+    assert step.int4_groups == (products if int4 and group else ())
     assert Int8TOVAStep(_tova(128, False)).int4 == ()
     _follows_the_int8_arithmetic_and_the_fp32_model(model, step, open_tokens)
 
@@ -237,6 +248,13 @@ def test_int4_codes_are_the_grid_and_pack_as_the_kernel_reads_them():
     assert int(packed[2, 64 + 5]) == (int(codes[2, 128 + 5]) + 8) | (int(codes[2, 128 + 64 + 5]) + 8) << 4
     assert quantize_rows4(torch.randn(6, 256)) is None  # off the grid
     assert quantize_rows4(round_weight(torch.randn(6, 96), 4)) is None  # columns that do not pack by 128
+    # A scale per 128 columns (--weight_group 128): one scale per block, [rows, blocks]; smaller groups stay off it.
+    weight = round_weight(torch.randn(6, 384), 4, 128)
+    codes, scale, rowsum = quantize_rows4(weight)
+    assert scale.shape == (6, 3) and codes.abs().amax(1).eq(7).all()
+    assert torch.allclose(codes.float() * scale.repeat_interleave(128, 1), weight, rtol=1e-6, atol=0)
+    assert torch.equal(rowsum, codes.sum(1, dtype=torch.int32))
+    assert quantize_rows4(round_weight(torch.randn(6, 384), 4, 64)) is None
 
 
 @torch.no_grad()
@@ -505,10 +523,10 @@ def _helped_keystrokes(step, model: TF2RNNModel, tokens):
 # with open tokens blocks committing.
 @torch.no_grad()
 @pytest.mark.parametrize("hidden,open_tokens,int4", [(128, 1, False), (100, 1, False), (128, 3, False),
-                                                     (100, 3, False), (128, 1, True), (128, 3, True)])
+                                                     (100, 3, False), (128, 1, True), (128, 3, True), (256, 1, 128)])
 def test_two_threads_give_the_one_thread_keystroke_bit_for_bit(hidden, open_tokens, int4):
     model = _tova(hidden, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44)
-    model = _on_int4_grid(model) if int4 else model
+    model = _on_int4_grid(model, group=int4 if int4 is not True else None) if int4 else model
     step, tokens, threads = Int8TOVAStep(model), torch.randint(0, 300, (40,)).tolist(), torch.get_num_threads()
     try:
         before = step.lib.tf2rnn_helper_tasks()

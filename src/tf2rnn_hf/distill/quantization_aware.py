@@ -68,7 +68,8 @@ class RoundedWeight(nn.Module):
     With `learned_scale` (the weight it starts from) each block's scale is a parameter (`scale` [rows, blocks, 1]),
     started at `clip_ratios`' least-squares clip and trained by the straight-through gradient of the rounding (LSQ);
     values beyond the clip get none. A scale never exceeds its block's largest magnitude over the top level, so the
-    largest value sits on that level and the saved weight is on the grid `quantize_rows4` reads (one scale a row)."""
+    largest value sits on that level and the saved weight is on the grid `quantize_rows4` reads (one scale a row, or
+    per 128 columns)."""
 
     def __init__(self, bits: int, group: Optional[int] = None, learned_scale: Optional[torch.Tensor] = None):
         super().__init__()

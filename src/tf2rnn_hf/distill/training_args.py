@@ -57,7 +57,8 @@ class DistillationTrainingArguments(TrainingArguments):
                 "per row (4 for an int4 kernel), the gradient passing to the unrounded weight; the student is saved "
                 "rounded (quantization_aware.py)."})
     weight_group: Optional[int] = field(default=None, metadata={
-        "help": "With --weight_bits: one scale per this many columns of a row (default: one per row)."})
+        "help": "With --weight_bits: one scale per this many columns of a row (default: one per row). The fused step "
+                "reads int4 weights with one scale a row or one per 128 columns; smaller groups it reads as int8."})
     weight_keep: List[str] = field(default_factory=list, metadata={
         "help": "With --weight_bits: linear layers left unrounded, by their name's last part (query, key, value, out, "
                 "up, down), as the readout is; the fused step reads them as int8, the rest as int4. The step reads "

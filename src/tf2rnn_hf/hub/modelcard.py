@@ -71,10 +71,11 @@ def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf
                       state_bytes: Optional[int] = None, max_tokens: int = 64,
                       extra_markdown: Optional[str] = None, weight_bits: Optional[int] = None,
                       corpus: str = "offline", init_from: Optional[str] = None,
-                      eval_corpus: Optional[str] = None, weight_keep: Sequence[str] = ()) -> ModelCard:
+                      eval_corpus: Optional[str] = None, weight_keep: Sequence[str] = (),
+                      weight_group: Optional[int] = None) -> ModelCard:
     """A ModelCard for a student with this config (and evaluation results, if any); `extra_markdown`
-    (such as the cell comparison) follows the results; `weight_bits`, where it trained through rounded weights, and
-    `weight_keep`, the layers it left unrounded;
+    (such as the cell comparison) follows the results; `weight_bits`, where it trained through rounded weights,
+    `weight_group`, the columns per scale where not a row, and `weight_keep`, the layers it left unrounded;
     `corpus`, `init_from` and `eval_corpus`, the distillation's (`training_data`)."""
     teacher = config.teacher_name_or_path or BUILT_IN_ID
     name = repo_id.split("/")[-1]
@@ -92,7 +93,7 @@ def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf
         results_markdown=markdown, training_data=training_data(corpus, init_from, eval_corpus), max_tokens=max_tokens,
         built_in_corpus=corpus in BUILT_IN_CORPORA, corpus=_shown(corpus),
         extra_markdown=(extra_markdown or "").strip(), weight_bits=weight_bits,
-        weight_keep=list(weight_keep))
+        weight_keep=list(weight_keep), weight_group=weight_group)
 
 
 def _training_arg(path: Union[str, Path], group: str, name: str, default=None):
@@ -115,7 +116,8 @@ def write_model_card(path: Union[str, Path], config, results: Optional[dict] = N
                              corpus=_training_arg(path, "data", "corpus", "offline"),
                              init_from=_training_arg(path, "model", "init_from"),
                              eval_corpus=_training_arg(path, "data", "eval_corpus"),
-                             weight_keep=_training_arg(path, "training", "weight_keep") or ())
+                             weight_keep=_training_arg(path, "training", "weight_keep") or (),
+                             weight_group=_training_arg(path, "training", "weight_group"))
     target = Path(path) / "README.md"
     card.save(str(target))
     return target

@@ -12,7 +12,7 @@ Those modules still leave a batch-1 keystroke to dozens of dispatched ops; for o
 `tova_attention` students the whole keystroke also runs as one native call (`kernels.step_kernel_for`),
 the model's `step_kernel`. A `tova_attention` student trained with `--weight_bits 4` keeps its layers' weights on a
 4-bit grid, and that step reads them as int4 where the CPU has AVX512-VNNI or AVX2 (`step_kernel.int4` names the
-products).
+products; `step_kernel.int4_groups` those trained with `--weight_group 128`, a scale per 128 columns).
 """
 
 import copy

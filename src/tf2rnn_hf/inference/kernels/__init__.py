@@ -16,7 +16,8 @@ row, activations are quantised per call: tests/inference/test_kernels.py holds e
 same int8 arithmetic written in PyTorch (`naive.py`) and its streams, after edits, close to the fp32
 model run from scratch. A `tova_attention` student trained through int4 weights (`--weight_bits 4`) has its layers'
 on a 4-bit grid already (its readout stays fp32): on CPUs with AVX512-VNNI or AVX2 each product whose weights are on
-the grid reads them as int4 (`quantize_rows4`), half the bytes.
+the grid reads them as int4 (`quantize_rows4`), half the bytes, with one scale a row or, trained with
+`--weight_group 128`, one per 128 columns (`int8.h`'s gemv4_groups; 6% more bytes at 384 columns).
 """
 
 import ctypes
@@ -56,7 +57,8 @@ class _TOVAParams(ctypes.Structure):
             "w_qkv", "s_qkv", "r_qkv", "b_qkv", "w_out", "s_out", "r_out", "b_out",
             "w_up", "s_up", "r_up", "b_up", "w_down", "s_down", "r_down", "b_down",
             "norm1_w", "norm1_b", "norm2_w", "norm2_b", "sink_key", "sink_value", "sink_output",
-            "w_o", "s_o", "r_o", "b_o", "w4_qkv", "w4_out", "w4_up", "w4_down", "w4_o")]
+            "w_o", "s_o", "r_o", "b_o", "w4_qkv", "w4_out", "w4_up", "w4_down", "w4_o",
+            "g_qkv", "g_out", "g_up", "g_down", "g_o")]
 
 
 def find_compiler() -> Optional[str]:
@@ -125,19 +127,23 @@ def quantize_rows(weight: torch.Tensor):
 
 
 def quantize_rows4(weight: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """A weight on a symmetric 4-bit grid per row already (one scale a row: `--weight_bits 4`'s rounding) as
-    (int8 codes in [-7, 7] [rows, cols], fp32 scales [rows], int32 row sums [rows]); None for any other weight (a
-    trained fp32 weight is nowhere near such a grid), or where the columns do not pack in blocks of 128."""
+    """A weight on a symmetric 4-bit grid already as (int8 codes in [-7, 7] [rows, cols], fp32 scales, int32 row sums
+    [rows]): scales [rows] where one scale a row puts it there (`--weight_bits 4`'s rounding), else [rows, cols / 128]
+    where one per 128 columns does (`--weight_group 128`); None for any other weight (a trained fp32 weight is nowhere
+    near such a grid, nor one rounded in smaller groups), or where the columns do not pack in blocks of 128."""
     w = weight.detach().float()
-    if w.shape[1] % 128:
+    rows, cols = w.shape
+    if cols % 128:
         return None
-    scale = w.abs().amax(dim=1).clamp(min=1e-12) / 7.0
-    steps = w / scale[:, None]
-    codes = torch.round(steps)
-    if (steps - codes).abs().max() > 1e-3:  # a float ulp or two off the grid, never a step's thousandth
-        return None
-    codes = codes.to(torch.int8)
-    return codes.contiguous(), scale.contiguous(), codes.sum(dim=1, dtype=torch.int32).contiguous()
+    for group in (cols, 128):
+        scale = w.reshape(rows, -1, group).abs().amax(-1, keepdim=True).clamp(min=1e-12) / 7.0
+        steps = w.reshape(rows, -1, group) / scale
+        codes = torch.round(steps)
+        if (steps - codes).abs().max() <= 1e-3:  # a float ulp or two off the grid, never a step's thousandth
+            codes = codes.reshape(rows, cols).to(torch.int8).contiguous()
+            scale = scale.reshape(rows, -1)
+            return codes, (scale[:, 0] if group == cols else scale).contiguous(), codes.sum(1, dtype=torch.int32)
+    return None
 
 
 def pack_int4(codes: torch.Tensor) -> torch.Tensor:
@@ -155,16 +161,26 @@ def int4_codes(weight: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tenso
     return quantize_rows4(weight) if lib is not None and lib.tf2rnn_int4_products() else None
 
 
-def _stacked_product(pairs: List[Tuple[torch.Tensor, torch.Tensor]]) -> Tuple[dict, bool]:
+def _stacked_product(pairs: List[Tuple[torch.Tensor, torch.Tensor]]) -> Tuple[dict, str]:
     """One product's (weight, bias) in every layer as the kernel's [L, ...] arrays: w (int8), s, r, b, or, where every
-    layer's weight is on a 4-bit grid (`int4_codes`), w4 (packed) in place of w; and whether they are int4."""
+    layer's weight is on a 4-bit grid (`int4_codes`), w4 (packed) in place of w, and where some layer's has a scale per
+    128 columns, g (those scales; a layer with one a row repeats it) beside s (each row's largest, unread); and how
+    they are read: "int8", "int4" or "int4/128"."""
     codes = [int4_codes(w) for w, _ in pairs]
-    packed = all(c is not None for c in codes)
-    parts = [(c if packed else quantize_rows(w)) + (_fp32(b),) for c, (w, b) in zip(codes, pairs)]
-    arrays = {prefix: torch.stack(column).contiguous() for prefix, column in zip("wsrb", zip(*parts))}
-    if packed:
-        arrays["w4"] = torch.stack([pack_int4(c) for c in arrays.pop("w")]).contiguous()
-    return arrays, packed
+    if not all(c is not None for c in codes):
+        parts = [quantize_rows(w) + (_fp32(b),) for w, b in pairs]
+        return {prefix: torch.stack(column).contiguous() for prefix, column in zip("wsrb", zip(*parts))}, "int8"
+    grouped = any(c[1].dim() == 2 for c in codes)
+    arrays = {"w4": torch.stack([pack_int4(c[0]) for c in codes]).contiguous(),
+              "r": torch.stack([c[2] for c in codes]).contiguous(),
+              "b": torch.stack([_fp32(b) for _, b in pairs]).contiguous()}
+    if grouped:
+        blocks = [c[1] if c[1].dim() == 2 else c[1][:, None].expand(-1, c[0].shape[1] // 128) for c in codes]
+        arrays["g"] = torch.stack(blocks).contiguous()
+        arrays["s"] = arrays["g"].amax(-1).contiguous()
+    else:
+        arrays["s"] = torch.stack([c[1] for c in codes]).contiguous()
+    return arrays, "int4/128" if grouped else "int4"
 
 
 def _fp32(t: torch.Tensor) -> torch.Tensor:
@@ -304,14 +320,14 @@ class Int8TOVAStep(_FusedStep):
             "up": [(a.up.weight, a.up.bias) for a in layers],
             "down": [(a.down.weight, a.down.bias) for a in layers],
         }
-        int4 = []  # the products whose weights sit on a 4-bit grid in every layer: read as int4
+        read = {}  # each product's weights as the step reads them: int8, int4, or int4 with a scale per 128 columns
         for name, pairs in stack.items():
-            arrays, packed = _stacked_product(pairs)
+            arrays, read[name] = _stacked_product(pairs)
             tensors.update({f"{prefix}_{name}": t for prefix, t in arrays.items()})
-            int4 += [name] * packed
-        arrays, packed = _stacked_product([(model.readout.weight, model.readout.bias)])
+        arrays, read["o"] = _stacked_product([(model.readout.weight, model.readout.bias)])
         tensors.update({f"{prefix}_o": t[0] for prefix, t in arrays.items()})  # one [O, H] matrix
-        self.int4 = (*int4, *["o"] * packed)  # which products read int4 weights (qkv, out, up, down, o)
+        self.int4 = tuple(name for name, kind in read.items() if kind != "int8")  # of qkv, out, up, down, o
+        self.int4_groups = tuple(name for name, kind in read.items() if kind == "int4/128")  # those scaled per 128
         for name, get in (("norm1_w", lambda a: a.attention_norm.weight), ("norm1_b", lambda a: a.attention_norm.bias),
                           ("norm2_w", lambda a: a.output_norm.weight), ("norm2_b", lambda a: a.output_norm.bias),
                           ("sink_key", lambda a: a.sink_key), ("sink_value", lambda a: a.sink_value)):

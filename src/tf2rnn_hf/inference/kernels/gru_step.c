@@ -27,9 +27,9 @@ void tf2rnn_gru_step(const tf2rnn_gru_params *p, int64_t token, const float *h, 
      * (one core's whole share streamed from L3). */
     const int two = pool_claim();
     float sx = quantize_u8(x, E, q);
-    gemv_split(two, p->w_ih, NULL, p->s_ih, p->r_ih, p->b_ih, q, &sx, 1, 3 * H, E, gi);
+    gemv_split(two, p->w_ih, NULL, NULL, p->s_ih, p->r_ih, p->b_ih, q, &sx, 1, 3 * H, E, gi);
     float sh = quantize_u8(h, H, q);
-    gemv_split(two, p->w_hh, NULL, p->s_hh, p->r_hh, p->b_hh, q, &sh, 1, 3 * H, H, gh);
+    gemv_split(two, p->w_hh, NULL, NULL, p->s_hh, p->r_hh, p->b_hh, q, &sh, 1, 3 * H, H, gh);
     pool_release(two);
     for (int k = 0; k < H; ++k) { /* PyTorch's gate order: r, z, n */
         float r = sigmoid(gi[k] + gh[k]);
@@ -37,6 +37,6 @@ void tf2rnn_gru_step(const tf2rnn_gru_params *p, int64_t token, const float *h, 
         float n = tanhf(gi[2 * H + k] + r * gh[2 * H + k]);
         h_out[k] = (1.f - z) * n + z * h[k];
     }
-    readout_normalize(p->w_o, NULL, p->s_o, p->r_o, p->b_o, h_out, H, O, p->residual, x, tsum, seen, tsum_out, q,
+    readout_normalize(p->w_o, NULL, NULL, p->s_o, p->r_o, p->b_o, h_out, H, O, p->residual, x, tsum, seen, tsum_out, q,
                       emb);
 }

@@ -6,7 +6,8 @@
  * the compiler vectorises otherwise. The 128 offset is removed with the precomputed row sums.
  *
  * A student trained through int4 weights (`--weight_bits 4`) has each row on a 4-bit grid: those products read half
- * the bytes from `w4` (see gemv4_rows), with the same arithmetic otherwise.
+ * the bytes from `w4` (see gemv4_rows), with the same arithmetic otherwise; with `--weight_group 128` each 128 columns
+ * of a row on their own grid, one scale each (`g`, gemv4_groups).
  */
 #ifndef TF2RNN_INT8_H
 #define TF2RNN_INT8_H
@@ -197,6 +198,24 @@ static inline int int4_weight(const uint8_t *w4, int cols, int i, int j) {
     return (j % 128 < 64 ? byte & 15 : byte >> 4) - 8;
 }
 
+#if defined(__AVX2__)
+/* One row's 128 columns of int4 nibbles (w + 8 in [1, 15], 64 bytes at `wp` as gemv4_rows reads them) against signed
+ * activations (xu - 128, 32 columns in each of x0..x3) as eight 32-bit sums: the nibbles are vpmaddubsw's unsigned
+ * operand, and its 16-bit pair sums (<= 2 * 15 * 127) leave room to add the block's four in 16 bits before one
+ * vpmaddwd widens them (int8's AVX2 product takes one per 32 columns). */
+__attribute__((always_inline)) static inline __m256i nibbles128_avx2(const uint8_t *wp, __m256i x0, __m256i x1,
+                                                                    __m256i x2, __m256i x3) {
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    const __m256i lo = _mm256_loadu_si256((const __m256i *)wp), hi = _mm256_loadu_si256((const __m256i *)(wp + 32));
+    const __m256i p = _mm256_add_epi16(
+        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(lo, low), x0),
+                         _mm256_maddubs_epi16(_mm256_and_si256(hi, low), x1)),
+        _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(lo, 4), low), x2),
+                         _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 4), low), x3)));
+    return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+#endif
+
 static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum, const float *b,
                        const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y, int i0, int i1) {
     int i = i0;
@@ -234,14 +253,11 @@ static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum,
         }
     }
 #elif defined(__AVX2__)
-    /* Without VNNI the nibbles themselves are vpmaddubsw's unsigned operand (w + 8 in [1, 15]) against the signed
-     * activations (xu - 128): no vpsignb, and its 16-bit pair sums (<= 2 * 15 * 127) leave room to add a 128-column
-     * block's four in 16 bits before one vpmaddwd widens them (int8's AVX2 product takes one per 32 columns). The
-     * sum over xs * (w + 8) less 8 * sum(xs) is sum(xs * w), which is gemv_rows' accumulator less 128 * rowsum: the
-     * same integers, so the same bits. Four rows at a time, as int8's. */
+    /* Without VNNI the nibbles themselves are vpmaddubsw's unsigned operand against the signed activations (xu - 128):
+     * no vpsignb (nibbles128_avx2). The sum over xs * (w + 8) less 8 * sum(xs) is sum(xs * w), which is gemv_rows'
+     * accumulator less 128 * rowsum: the same integers, so the same bits. Four rows at a time, as int8's. */
     if (cols % 128 == 0) {
         const int half = cols / 2;
-        const __m256i low = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
         int8_t xs[n * cols];
         int32_t sum_xs[n];
         for (int v = 0; v < n; ++v) {
@@ -251,14 +267,6 @@ static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum,
                 sum_xs[v] += xs[(int64_t)v * cols + j];
             }
         }
-#define TF2RNN_NIBBLES128(acc, wp) do { \
-        __m256i lo = _mm256_loadu_si256((const __m256i *)(wp)), hi = _mm256_loadu_si256((const __m256i *)((wp) + 32)); \
-        __m256i p = _mm256_add_epi16( \
-            _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(lo, low), x0), \
-                             _mm256_maddubs_epi16(_mm256_and_si256(hi, low), x1)), \
-            _mm256_add_epi16(_mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(lo, 4), low), x2), \
-                             _mm256_maddubs_epi16(_mm256_and_si256(_mm256_srli_epi16(hi, 4), low), x3))); \
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, ones)); } while (0)
         for (; i + 4 <= i1; i += 4) {
             const uint8_t *w0 = w4 + (int64_t)i * half;
             for (int v = 0; v < n; ++v) {
@@ -269,15 +277,14 @@ static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum,
                                   x1 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 32)),
                                   x2 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 64)),
                                   x3 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 96));
-                    TF2RNN_NIBBLES128(a0, w0 + j / 2);
-                    TF2RNN_NIBBLES128(a1, w0 + half + j / 2);
-                    TF2RNN_NIBBLES128(a2, w0 + 2 * half + j / 2);
-                    TF2RNN_NIBBLES128(a3, w0 + 3 * half + j / 2);
+                    a0 = _mm256_add_epi32(a0, nibbles128_avx2(w0 + j / 2, x0, x1, x2, x3));
+                    a1 = _mm256_add_epi32(a1, nibbles128_avx2(w0 + half + j / 2, x0, x1, x2, x3));
+                    a2 = _mm256_add_epi32(a2, nibbles128_avx2(w0 + 2 * half + j / 2, x0, x1, x2, x3));
+                    a3 = _mm256_add_epi32(a3, nibbles128_avx2(w0 + 3 * half + j / 2, x0, x1, x2, x3));
                 }
                 store4_avx2(a0, a1, a2, a3, 8 * sum_xs[v], s, b, sx[v], y + (int64_t)v * rows, i);
             }
         }
-#undef TF2RNN_NIBBLES128
     }
 #endif
     for (; i < i1; ++i)
@@ -286,6 +293,73 @@ static void gemv4_rows(const uint8_t *w4, const float *s, const int32_t *rowsum,
             int32_t acc = 0;
             for (int j = 0; j < cols; ++j) acc += (int32_t)xv0[j] * int4_weight(w4, cols, i, j);
             y[(int64_t)v * rows + i] = (float)(acc - 128 * rowsum[i]) * s[i] * sx[v] + b[i];
+        }
+}
+
+/* gemv4_rows with one scale per 128 columns (`g` [rows, cols / 128], `--weight_group 128`) in place of one a row:
+ * y[v, i] = sx[v] * sum_k g[i, k] * (sum_{j in block k} w[i,j] * (xu[v, j] - 128)) + b[i] (`s` and `rowsum` unread).
+ * A block's integer sum is exact as gemv4_rows' is; the blocks' scaled sums add in fp32, so results differ from an
+ * fp64 reference by rounding only (exact where the scales are powers of two, as int8_products_check.c sets them).
+ * One path for AVX2 and AVX512 hosts alike: nibbles128_avx2 per block, its eight 32-bit lanes less
+ * the block's nibble offset (8 * its activation sum, in lane 0) converted to fp32 and accumulated times the block's
+ * scale; ~one conversion and one FMA per row and 128 columns more than one scale a row. */
+static void gemv4_groups(const uint8_t *w4, const float *g, const float *b, const uint8_t *xu, const float *sx, int n,
+                         int rows, int cols, float *y, int i0, int i1) {
+    const int blocks = cols / 128;
+    int i = i0;
+#if defined(__AVX2__) && defined(__FMA__)
+    if (cols % 128 == 0) {
+        const int half = cols / 2;
+        int8_t xs[n * cols];
+        __m256i offset[n * blocks];  /* lane 0: 8 * the block's sum of xs, what its nibbles' + 8 adds */
+        for (int v = 0; v < n; ++v)
+            for (int k = 0; k < blocks; ++k) {
+                int32_t sum = 0;
+                for (int j = k * 128; j < (k + 1) * 128; ++j) {
+                    xs[(int64_t)v * cols + j] = (int8_t)(xu[(int64_t)v * cols + j] ^ 0x80);  /* xu - 128 */
+                    sum += xs[(int64_t)v * cols + j];
+                }
+                offset[v * blocks + k] = _mm256_setr_epi32(8 * sum, 0, 0, 0, 0, 0, 0, 0);
+            }
+        for (; i + 4 <= i1; i += 4) {
+            const uint8_t *w0 = w4 + (int64_t)i * half;
+            const float *g0 = g + (int64_t)i * blocks;
+            for (int v = 0; v < n; ++v) {
+                const int8_t *xs0 = xs + (int64_t)v * cols;
+                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                for (int k = 0, j = 0; k < blocks; ++k, j += 128) {
+                    const __m256i x0 = _mm256_loadu_si256((const __m256i *)(xs0 + j)),
+                                  x1 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 32)),
+                                  x2 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 64)),
+                                  x3 = _mm256_loadu_si256((const __m256i *)(xs0 + j + 96)),
+                                  off = offset[v * blocks + k];
+#define TF2RNN_BLOCK(acc, r) acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32( \
+        nibbles128_avx2(w0 + (r) * half + j / 2, x0, x1, x2, x3), off)), _mm256_set1_ps(g0[(r) * blocks + k]), acc)
+                    TF2RNN_BLOCK(a0, 0);
+                    TF2RNN_BLOCK(a1, 1);
+                    TF2RNN_BLOCK(a2, 2);
+                    TF2RNN_BLOCK(a3, 3);
+#undef TF2RNN_BLOCK
+                }
+                __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));  /* per lane: rows 0..3 */
+                float acc[4];
+                _mm_storeu_ps(acc, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+                for (int r = 0; r < 4; ++r) y[(int64_t)v * rows + i + r] = acc[r] * sx[v] + b[i + r];
+            }
+        }
+    }
+#endif
+    for (; i < i1; ++i)
+        for (int v = 0; v < n; ++v) {
+            const uint8_t *xv0 = xu + (int64_t)v * cols;
+            float acc = 0.f;
+            for (int k = 0; k < blocks; ++k) {
+                int32_t block = 0;
+                for (int j = k * 128; j < (k + 1) * 128; ++j)
+                    block += ((int32_t)xv0[j] - 128) * int4_weight(w4, cols, i, j);
+                acc += (float)block * g[(int64_t)i * blocks + k];
+            }
+            y[(int64_t)v * rows + i] = acc * sx[v] + b[i];
         }
 }
 
@@ -299,55 +373,62 @@ static inline int int4_products_fast(void) {
 #endif
 }
 
-/* Rows i0 <= i < i1 of n vectors' product: gemv_rows, or gemv4_rows where the weights are int4 (`w4` not NULL). */
-static inline void gemv_batch_rows(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum,
-                                   const float *b, const uint8_t *xu, const float *sx, int n, int rows, int cols,
-                                   float *y, int i0, int i1) {
-    if (w4)
+/* Rows i0 <= i < i1 of n vectors' product: gemv_rows, or where the weights are int4 (`w4` not NULL) gemv4_rows, or
+ * gemv4_groups where they have a scale per 128 columns (`g` not NULL). */
+static inline void gemv_batch_rows(const int8_t *w, const uint8_t *w4, const float *g, const float *s,
+                                   const int32_t *rowsum, const float *b, const uint8_t *xu, const float *sx, int n,
+                                   int rows, int cols, float *y, int i0, int i1) {
+    if (w4 && g)
+        gemv4_groups(w4, g, b, xu, sx, n, rows, cols, y, i0, i1);
+    else if (w4)
         gemv4_rows(w4, s, rowsum, b, xu, sx, n, rows, cols, y, i0, i1);
     else
         gemv_rows(w, s, rowsum, b, xu, sx, n, rows, cols, y, i0, i1);
 }
 
-static void gemv_batch(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum, const float *b,
-                       const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
-    gemv_batch_rows(w, w4, s, rowsum, b, xu, sx, n, rows, cols, y, 0, rows);
+static void gemv_batch(const int8_t *w, const uint8_t *w4, const float *g, const float *s, const int32_t *rowsum,
+                       const float *b, const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
+    gemv_batch_rows(w, w4, g, s, rowsum, b, xu, sx, n, rows, cols, y, 0, rows);
 }
 
 /* gemv_batch split between this thread and pool.h's helper by rows (pool_claim's `two`), the same bits either way. */
 typedef struct {
-    const int8_t *w; const uint8_t *w4; const float *s; const int32_t *rowsum; const float *b; const uint8_t *xu;
+    const int8_t *w; const uint8_t *w4; const float *g, *s; const int32_t *rowsum; const float *b; const uint8_t *xu;
     const float *sx; int n, rows, cols; float *y;
 } gemv_job;
 
 static inline void gemv_part(void *ctx, int part, int parts) {
     const gemv_job *j = ctx;
     const int mid = parts == 1 ? j->rows : j->rows / 8 * 4;  /* a multiple of four: gemv_rows' blocks stay whole */
-    gemv_batch_rows(j->w, j->w4, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y, part ? mid : 0,
-                    part ? j->rows : mid);
+    gemv_batch_rows(j->w, j->w4, j->g, j->s, j->rowsum, j->b, j->xu, j->sx, j->n, j->rows, j->cols, j->y,
+                    part ? mid : 0, part ? j->rows : mid);
 }
 
-/* gemv_batch (int4 weights from `w4` where not NULL) split by rows as above. */
-static inline void gemv_split(int two, const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum,
-                              const float *b, const uint8_t *xu, const float *sx, int n, int rows, int cols, float *y) {
-    gemv_job j = {w, w4, s, rowsum, b, xu, sx, n, rows, cols, y};
+/* gemv_batch (int4 weights from `w4` where not NULL, their scales per 128 columns from `g` where not NULL) split by
+ * rows as above. */
+static inline void gemv_split(int two, const int8_t *w, const uint8_t *w4, const float *g, const float *s,
+                              const int32_t *rowsum, const float *b, const uint8_t *xu, const float *sx, int n,
+                              int rows, int cols, float *y) {
+    gemv_job j = {w, w4, g, s, rowsum, b, xu, sx, n, rows, cols, y};
     run_split(two, gemv_part, &j);
 }
 
-/* One activation vector: y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i] (int4 weights from `w4`). */
-static void gemv(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum, const float *b,
-                 const uint8_t *xu, float sx, int rows, int cols, float *y) {
-    gemv_batch(w, w4, s, rowsum, b, xu, &sx, 1, rows, cols, y);
+/* One activation vector: y[i] = s[i] * sx * (sum_j w[i,j] * (xu[j] - 128)) + b[i] (int4 weights from `w4`, scaled per
+ * 128 columns by `g`). */
+static void gemv(const int8_t *w, const uint8_t *w4, const float *g, const float *s, const int32_t *rowsum,
+                 const float *b, const uint8_t *xu, float sx, int rows, int cols, float *y) {
+    gemv_batch(w, w4, g, s, rowsum, b, xu, &sx, 1, rows, cols, y);
 }
 
 /* The model's tail after the cell: emb = normalize(readout(h) [+ running token mean]). `q` holds >= H
  * bytes; tsum_out gets tsum + tok (used with `residual`; tok NULL: tsum is complete, tsum_out unwritten), `seen`
  * counts tokens including this one. */
-static void readout_normalize(const int8_t *w, const uint8_t *w4, const float *s, const int32_t *rowsum,
-                              const float *b, const float *h, int H, int O, int residual, const float *tok,
-                              const float *tsum, const int64_t *seen, float *tsum_out, uint8_t *q, float *emb) {
+static void readout_normalize(const int8_t *w, const uint8_t *w4, const float *g, const float *s,
+                              const int32_t *rowsum, const float *b, const float *h, int H, int O, int residual,
+                              const float *tok, const float *tsum, const int64_t *seen, float *tsum_out, uint8_t *q,
+                              float *emb) {
     float sh = quantize_u8(h, H, q);
-    gemv(w, w4, s, rowsum, b, q, sh, O, H, emb);
+    gemv(w, w4, g, s, rowsum, b, q, sh, O, H, emb);
     if (residual) {
         float inv_seen = 1.f / (float)(*seen);
         for (int k = 0; k < O; ++k) {

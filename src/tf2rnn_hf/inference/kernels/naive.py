@@ -13,11 +13,14 @@ from . import int4_codes, quantize_rows
 
 
 def int8_linear(weight: torch.Tensor, bias: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """weight @ x + bias as the kernel computes it: int8 rows (int4 where the kernel reads them so, `int4_codes`),
-    the input quantised per call to 8 bits."""
+    """weight @ x + bias as the kernel computes it: int8 rows (int4 where the kernel reads them so, `int4_codes`, with
+    a scale per row or per 128 columns), the input quantised per call to 8 bits."""
     q, scale, _ = int4_codes(weight) or quantize_rows(weight)
     sx = x.abs().max().clamp(min=1e-30) / 127 if x.abs().max() > 0 else torch.tensor(1.0)
     xq = torch.round(x / sx)
+    if scale.dim() == 2:  # each 128 columns' integer sum times its scale
+        blocks = (q.double().reshape(q.shape[0], -1, 128) * xq.double().reshape(-1, 128)).sum(-1)
+        return (blocks * scale.double()).sum(-1).float() * sx + bias
     return (q.double() @ xq.double()).float() * scale * sx + bias
 
 

@@ -35,10 +35,15 @@ typedef struct {
     /* Where not NULL, the same products' weights in int4 (int8.h's gemv4_rows; their s_, r_ and b_ above are the
      * int4 rows' scales and sums), read instead of the int8 ones: [L, rows, cols / 2] bytes each. */
     const uint8_t *w4_qkv, *w4_out, *w4_up, *w4_down, *w4_o;
+    /* Where not NULL (with w4_), those int4 weights' scales per 128 columns, in place of s_ and r_ (gemv4_groups):
+     * [L, rows, cols / 128] each. */
+    const float *g_qkv, *g_out, *g_up, *g_down, *g_o;
 } tf2rnn_tova_params;
 
-/* Layer l's int4 weights of a product (`offset` in weights), or NULL where that product is int8. */
-#define TF2RNN_W4(p, name, offset) ((p)->w4_##name ? (p)->w4_##name + (offset) / 2 : NULL)
+/* Layer l's int4 weights of a product and their scales per 128 columns (`offset` in weights; each NULL where that
+ * product is int8, or int4 with one scale a row): two of gemv_split's arguments. */
+#define TF2RNN_W4(p, name, offset) ((p)->w4_##name ? (p)->w4_##name + (offset) / 2 : NULL), \
+    ((p)->g_##name ? (p)->g_##name + (offset) / 128 : NULL)
 
 static void layer_norm(float *x, const float *w, const float *b, int n, float eps) {
     float mean = 0.f, var = 0.f;
@@ -463,7 +468,7 @@ static void tova_pool(const tf2rnn_tova_params *p, int n, const float *x, const 
         }
         if (p->weighted) out[j][3 * p->L][0] = total + weight;
         out[j][tail][0] = count + 1.f;
-        readout_normalize(p->w_o, p->w4_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual,
+        readout_normalize(p->w_o, p->w4_o, p->g_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual,
                           tok == NULL ? NULL : tok[j], tsum[j], seen[j], tsum_out[j], q, emb[j]);
     }
 }
@@ -559,14 +564,14 @@ void tf2rnn_tova_step_deferred(const tf2rnn_tova_params *p, int64_t token, int32
     }
     for (int k = 0; k < H; ++k) u[k] /= wsum;
     const float su = quantize_u8(u, H, q);
-    gemv(aw, NULL, as, ar, ab, q, su, H, H, y);
+    gemv(aw, NULL, NULL, as, ar, ab, q, su, H, H, y);
     const float total = count > 0.f ? (p->weighted ? in[3 * L][0] : count + 1.f) : 1.f;
     for (int k = 0; k < H; ++k) {
         const float sum = count > 0.f ? pooled[k] * total : p->sink_output[k];
         u[k] = (sum + wsum * y[k]) / (total + wsum);
     }
-    readout_normalize(p->w_o, p->w4_o, p->s_o, p->r_o, p->b_o, u, H, p->O, p->residual, p->table + token * H, tsum,
-                      seen, tsum_out, q, emb);
+    readout_normalize(p->w_o, p->w4_o, p->g_o, p->s_o, p->r_o, p->b_o, u, H, p->O, p->residual, p->table + token * H,
+                      tsum, seen, tsum_out, q, emb);
 }
 
 /* `tail_layers` (TOVAAttentionCell.step_upper): a finished word's n held layer-K outputs (held [n, H]) through layers
@@ -715,8 +720,8 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
     memcpy(out[tail + 1], commit ? mean : pooled, sizeof(float) * H);
     pool_release(two);
 
-    readout_normalize(p->w_o, p->w4_o, p->s_o, p->r_o, p->b_o, mean, H, O, p->residual, tok, tsum, seen, tsum_out, q,
-                      emb);
+    readout_normalize(p->w_o, p->w4_o, p->g_o, p->s_o, p->r_o, p->b_o, mean, H, O, p->residual, tok, tsum, seen,
+                      tsum_out, q, emb);
 }
 
 /* Undo an in-place step on a live cache `kv` ([L, 2, S, H]: each layer's keys, then values): put back the rows it
