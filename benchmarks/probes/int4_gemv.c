@@ -1,12 +1,15 @@
 // What 4-bit weights would buy the default student's keystroke: the int8 gemvs of one two-layer keystroke (per layer
 // 1152x384, 384x384, 1536x384, 384x1536, then the 384x384 readout: 3.7 MB of int8 weights, 1.8 MB in int4) timed in
-// int8.h's gemv and in two int4 gemvs (per row: int8.h's gemv4_rows, AVX512-VNNI or AVX2; per 64 columns:
-// AVX512-VNNI only), on one thread and split by rows over two (each thread its half of
+// int8.h's gemv and in three int4 gemvs (per row: int8.h's gemv4_rows, AVX512-VNNI or AVX2; per 128 columns:
+// int8.h's gemv4_groups, AVX2; per 64 columns: AVX512-VNNI only), on one thread and split by rows over two (each
+// thread its half of
 // every product, a spin barrier per keystroke: no pool.h, so an upper bound on what two threads gain). Weights stay
 // resident in a loop, as between a typist's keystrokes. Each int4 product is checked first: per row, it equals
-// int8.h's gemv of the same values bit for bit; per 64 columns, a double-precision reference to 1e-5.
+// int8.h's gemv of the same values bit for bit; per 128 and 64 columns, a double-precision reference to 1e-5.
 //   int4 per row: one scale a row, int8.h's gemv4_rows (post-training it cost the six-layer student 0.07 final
 //     cosine, so it needs quantisation-aware training: --weight_bits 4); the nibbles are the weights plus 8.
+//   int4 per 128 columns: int8.h's gemv4_groups, the fused step's for --weight_group 128 (session 72), each block's
+//     integer sum less its nibble offset converted and scaled in fp32.
 //   int4 per 64 columns: a scale a row and 64 columns (post-training between per 128 and per 32 columns' 0.015-0.021
 //     final cosine), its products summed in fp32 per group.
 // A probe that prints, for deciding whether an int4 kernel is worth its training: the speed of the products only;
@@ -46,6 +49,7 @@ typedef struct {
     uint8_t *w4;         // packed: per row and 128 columns, 64 bytes; byte b = (w[j + b] + 8) | (w[j + 64 + b] + 8) << 4
     float *s, *b;        // per-row scale, bias
     float *sg;           // per-row per-64-column scale [rows, cols / 64]
+    float *g128;         // per-row per-128-column scale [rows, cols / 128]
     float *k;            // per row: -128 * sum_g sg * (sum of the group's weights), the g64 product's offset term
     int32_t *rowsum;     // sum of each row's weights
 } mat;
@@ -85,18 +89,23 @@ static void gemv_int4_g64(const mat *m, const uint8_t *xu, float sx, float *y, i
 
 #endif
 
+// The per-128-column product: int8.h's gemv4_groups.
+static void gemv_int4_g128(const mat *m, const uint8_t *xu, float sx, float *y, int i0, int i1) {
+    gemv4_groups(m->w4, m->g128, m->b, xu, &sx, 1, m->rows, m->cols, y, i0, i1);
+}
+
 static void gemv_int8_rows(const mat *m, const uint8_t *xu, float sx, float *y, int i0, int i1) {
     gemv_rows(m->w8, m->s, m->rowsum, m->b, xu, &sx, 1, m->rows, m->cols, y, i0, i1);
 }
 
 typedef void (*product)(const mat *, const uint8_t *, float, float *, int, int);
 #if G64
-static const product variants[] = {gemv_int8_rows, gemv_int4_row, gemv_int4_g64};
+static const product variants[] = {gemv_int8_rows, gemv_int4_row, gemv_int4_g128, gemv_int4_g64};
 #else
-static const product variants[] = {gemv_int8_rows, gemv_int4_row};
+static const product variants[] = {gemv_int8_rows, gemv_int4_row, gemv_int4_g128};
 #endif
 #define VARIANTS ((int)(sizeof(variants) / sizeof(variants[0])))
-static const char *names[] = {"int8 (int8.h's gemv)", "int4 per row", "int4 per 64 columns"};
+static const char *names[] = {"int8 (int8.h's gemv)", "int4 per row", "int4 per 128 columns", "int4 per 64 columns"};
 
 static mat m[MATS];
 static uint8_t xu_h[H], xu_i[I];
@@ -167,6 +176,8 @@ int main(void) {
         a->w8 = aligned_alloc(64, (size_t)rows * cols), a->w4 = aligned_alloc(64, (size_t)rows * cols / 2);
         a->s = malloc(sizeof(float) * rows), a->b = malloc(sizeof(float) * rows), a->k = malloc(sizeof(float) * rows);
         a->sg = malloc(sizeof(float) * rows * groups), a->rowsum = malloc(sizeof(int32_t) * rows);
+        a->g128 = malloc(sizeof(float) * rows * (cols / 128));
+        for (int q = 0; q < rows * (cols / 128); ++q) a->g128[q] = 1e-3f * (1 + rand() % 100) / 50.f;
         for (int i = 0; i < rows; ++i) {
             int32_t sum = 0;
             float kk = 0.f;
@@ -200,6 +211,18 @@ int main(void) {
         gemv_int4_row(a, xu, sx, y1, 0, a->rows);
         for (int i = 0; i < a->rows; ++i)
             if (y0[i] != y1[i]) { printf("MISMATCH int4 per row, shape %d row %d: %g vs %g\n", k, i, y0[i], y1[i]); return 1; }
+        gemv_int4_g128(a, xu, sx, y1, 0, a->rows);
+        for (int i = 0; i < a->rows; ++i) {
+            double ref = 0.;
+            for (int j = 0; j < a->cols; ++j)
+                ref += (double)a->g128[(long)i * (a->cols / 128) + j / 128] * a->w8[(long)i * a->cols + j] *
+                       ((int)xu[j] - 128);
+            ref = ref * sx + a->b[i];
+            if (fabs(ref - y1[i]) > 1e-5 * (1. + fabs(ref))) {
+                printf("MISMATCH int4 per 128 columns, shape %d row %d: %g vs %.7g\n", k, i, y1[i], ref);
+                return 1;
+            }
+        }
 #if G64
         gemv_int4_g64(a, xu, sx, y1, 0, a->rows);
         for (int i = 0; i < a->rows; ++i) {
@@ -214,8 +237,9 @@ int main(void) {
         }
 #endif
     }
-    printf("%.2f MB of int8 weights a keystroke (%.2f MB as int4); int4 per row equals int8.h's gemv bit for bit%s, "
-           "on every shape\n", n8 / 1e6, n8 / 2e6, G64 ? ", int4 per 64 columns its double-precision reference" : "");
+    printf("%.2f MB of int8 weights a keystroke (%.2f MB as int4); int4 per row equals int8.h's gemv bit for bit, "
+           "int4 per 128 columns%s its double-precision reference, on every shape\n", n8 / 1e6, n8 / 2e6,
+           G64 ? " and per 64 columns" : "");
     for (int round = 0; round < 2; ++round)  // twice: the host's phase moves every figure
         for (int threads = 1; threads <= 2; ++threads)
             for (int v = 0; v < VARIANTS; ++v) {

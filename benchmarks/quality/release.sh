@@ -53,7 +53,8 @@
 #     from the trained student, which stays in $OUT-fp32; the released student is the int4 one (its fused step reads
 #     int4 products on an AVX512-VNNI or AVX2 CPU). "" (the default): no second stage.
 #   INT4_EXTRA: more options for that stage (--weight_scale learned: the int4 scales trained too, session 67;
-#     --weight_keep down: that product left off the int4 grid, read as int8, session 71)
+#     --weight_keep down: that product left off the int4 grid, read as int8, session 71; --weight_group 128: a scale
+#     per 128 columns of a row, read as int4, session 72)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}

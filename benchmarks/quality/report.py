@@ -1222,6 +1222,57 @@ def equal_bytes_table() -> str:
                               "their weights are), each run alone") if rows else ""
 
 
+# Int4 stages on six layers with K = 2 (student.sh, sessions 70-72): 500 or 1,500 steps at lr 1e-4 from S69_L6, each
+# variant in two batch orders at 500 steps; (label, the stage's name after S69_L6's "-then-").
+S69_L6 = "tova-l6-tail2-steps2000-train32-fp32-lr3e-4-grouped-posweight-final4-at8ce0e96"
+INT4_STAGES = (
+    ("fp32", "fp32-500-lr1e-4-at5371991"), ("fp32, seed 1", "fp32-500-lr1e-4-seed1-at5371991"),
+    ("int4 per row", "int4-500-lr1e-4-control-at5371991"),
+    ("int4 per row, seed 1", "int4-500-lr1e-4-control-seed1-at5371991"),
+    ("int4 per row, learned scales", "int4-500-lr1e-4-learned-at5371991"),
+    ("int4 per row, learned scales, seed 1", "int4-500-lr1e-4-learned-seed1-at5371991"),
+    ("int4 per row, down int8", "int4-500-lr1e-4-keep-down-at5371991"),
+    ("int4 per row, down int8, seed 1", "int4-500-lr1e-4-keep-down-seed1-at5371991"),
+    ("int4 per row, down int8, learned scales", "int4-500-lr1e-4-keep-down-learned-at5371991"),
+    ("int4 per row, down int8, learned scales, seed 1", "int4-500-lr1e-4-keep-down-learned-seed1-at5371991"),
+    ("int4 per row, up and down int8", "int4-500-lr1e-4-keep-up-down-at5371991"),
+    ("int4 per row, up and down int8, seed 1", "int4-500-lr1e-4-keep-up-down-seed1-at5371991"),
+    ("int4 per 128 columns", "int4-500-lr1e-4-group128-at21db094"),
+    ("int4 per 128 columns, seed 1", "int4-500-lr1e-4-group128-seed1-at21db094"),
+    ("int4 per 128 columns, learned scales", "int4-500-lr1e-4-group128-learned-at21db094"),
+    ("int4 per 128 columns, learned scales, seed 1", "int4-500-lr1e-4-group128-learned-seed1-at21db094"),
+    ("1,500 steps: int4 per row", "int4-1500-lr1e-4-control-at5371991"),
+    ("1,500 steps: int4 per row, learned scales", "int4-1500-lr1e-4-learned-at5371991"),
+    ("1,500 steps: int4 per row, down int8", "int4-1500-lr1e-4-keep-down-at5371991"),
+    ("1,500 steps: int4 per 128 columns", "int4-1500-lr1e-4-group128-atd49b790"),
+    ("1,500 steps: int4 per 128 columns, learned scales", "int4-1500-lr1e-4-group128-learned-atd49b790"),
+)
+
+
+def int4_stage_table() -> str:
+    """Ways to win back what an int4 stage costs six layers with K = 2: products left at int8, learned scales, a scale
+    per 128 columns; in training and scored at 32 slots."""
+    rows = {}
+    for label, stage in INT4_STAGES:
+        name = f"student-{S69_L6}-then-{stage}"
+        trained, scored = load(name), load(f"{name}-eval")
+        if not (trained and scored):
+            continue
+        s_ = scored["suites"]
+        rows[label] = {"final cosine": s_["fidelity"]["student"]["final_cosine"],
+                       "NA@10": s_["fidelity"]["student"]["neighbour_agreement@10"],
+                       "passages: final cosine": s_["long"]["student"]["final_cosine"],
+                       "passages: NA@10": s_["long"]["student"]["neighbour_agreement@10"],
+                       "STS-B": s_["sts-b"]["student"]["spearman"],
+                       "in training: final cosine": trained["fidelity"]["student"]["final_cosine"],
+                       "in training: NA@10": trained["fidelity"]["student"]["neighbour_agreement@10"]}
+    return format_table(rows, "Int4 stages on six layers with K = 2 (student.sh, sessions 70-72, a Zen 3 host): "
+                              "500 steps (or 1,500) at lr 1e-4 from the 2,000-step fp32 student at 32 slots, each "
+                              "alone; --weight_keep leaves products at int8, --weight_scale learned learns the "
+                              "scales, --weight_group 128 gives each 128 columns of a row a scale; scored by tf2rnn "
+                              "evaluate at 32 slots") if rows else ""
+
+
 # Depth paid per word (student.sh, session 65): (label, the student.sh row, its probe file in benchmarks/probes/results,
 # the probe row of its second embedding). The plain rows read the untrained probe's rows of the same student.
 PROBES = Path(__file__).parents[1] / "probes" / "results"
@@ -1519,7 +1570,8 @@ def main():
     out.extend(t for t in (student_table(), padding_table(), weight_bits_table(), transfer_peer_table(),
                            transfer_table(), student_transfer_table(), depth_cost_table(), open_width_table(),
                            one_layer_table(), kernel_table(), thin_depth_table(), gpu_depth_table(), slots_table(), host_table(), int4_table(),
-                           two_layer_open_table(), equal_bytes_table(), per_word_table(), typing_table(),
+                           two_layer_open_table(), equal_bytes_table(), int4_stage_table(), per_word_table(),
+                           typing_table(),
                            corpus_table(), documentation_table(), throughput_table()) if t)
     release = load("release")
     if release:

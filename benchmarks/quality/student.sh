@@ -1886,8 +1886,9 @@ on_source $S69_L6_NO_FOLDOC dict-foldoc
 # -> final / NA@10 on 1,000 held-out texts: fp32 0.9435 / 0.658, int8 0.9425 / 0.658, int4 per row (readout int8)
 # -> 0.8927 / 0.592; the same with query/key/value int8 0.8992 / 0.603, out 0.8977 / 0.601, up 0.9096 / 0.617, down
 # -> 0.9159 / 0.619 (46% of int4's final cosine back for 1.3x its bytes); int4 per 128 columns 0.9120 / 0.619.
-keep_stage() {  # VARIANT -- options: 500 steps at lr 1e-4 from $S69_L6, 32 slots, scored on $S61_SUITES
-  local name=$S69_L6-then-$1-at5371991; shift
+keep_stage() {  # VARIANT -- options: 500 steps at lr 1e-4 from $S69_L6, 32 slots, scored on $S61_SUITES (AT: the
+  # commit its name carries, 5371991 unless set)
+  local name=$S69_L6-then-$1-at${AT:-5371991}; shift
   SLOTS=32 distill_row "$name" --num_hidden_layers 6 --tail_layers 2 "${S2K[@]}" --init_from "outputs/student-$S69_L6" \
     --learning_rate 1e-4 --max_steps 500 "$@"
   scored "$name"
@@ -1929,3 +1930,39 @@ done
 # -> 371-413x, down int8 129-137x / 348-377x, every product int8 115-124x / 305-347x, two whole layers 134-137x /
 # -> 417-431x; typing mean 133-140x / 312-344x, 134-146x / 291-319x, 122-129x / 266-299x; with idle_commits 175-195x /
 # -> 409-454x, 170-186x / 388-428x, 161-169x / 374-403x. down at int8 costs 6-9% at 256 tokens, every product 13-18%.
+# Session 72 (the same host): int4 with one scale per 128 columns, which the fused step reads as int4 since d49b790
+# (gemv4_groups; before, it read such weights as int8). Session 71's post-training table had it keeping as much as
+# down at int8. The same 500-step stage from $S69_L6, two batch orders, alone:
+AT=21db094 keep_stage int4-500-lr1e-4-group128 --weight_bits 4 --weight_group 128
+AT=21db094 keep_stage int4-500-lr1e-4-group128-seed1 --seed 1 --weight_bits 4 --weight_group 128
+AT=21db094 keep_stage int4-500-lr1e-4-group128-learned --weight_bits 4 --weight_group 128 --weight_scale learned
+AT=21db094 keep_stage int4-500-lr1e-4-group128-learned-seed1 --seed 1 --weight_bits 4 --weight_group 128 \
+  --weight_scale learned
+# -> final / NA@10 / STS-B, seed 42 then 1: per 128 columns 0.9370 / 0.649 / 79.63, 0.9369 / 0.648 / 79.61 (down
+# -> at int8's NA@10 for 5.9 MB against its 7.4); with learned scales 0.9381 / 0.646 / 79.58, 0.9382 / 0.646 / 79.60.
+# What the scales cost a keystroke: a fresh six-layer K = 2 shape rounded per 128 columns beside session 70's, two
+# runs, alone; then the trained stages themselves (their streamed fidelity through the fused step), one run, alone.
+int4_shape l6-tail2-s32-int4-g128 6 2 "" 128
+for v in 0 1; do
+  [ -f "$OUT/student-speed-v72-$v.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v72-$v.json" \
+    --compare outputs/shape-l6-tail2-s32-int4 outputs/shape-l6-tail2-s32-int4-g128 \
+    outputs/shape-l6-tail2-s32-int4-keep-down outputs/shape-l6-tail2-s32
+done
+S72_P=outputs/student-$S69_L6-then-int4-500-lr1e-4
+[ -f "$OUT/student-speed-v72-trained.json" ] || $PY benchmarks/run.py --quick \
+  --output "$OUT/student-speed-v72-trained.json" --compare $S72_P-control-at5371991 $S72_P-group128-at21db094 \
+  $S72_P-group128-learned-at21db094 $S72_P-keep-down-at5371991
+# -> single keystroke at 64 / 256 tokens (v72-0, v72-1): int4 per row 133x / 341x, 121x / 333x; per 128 columns
+# -> 130x / 346x, 131x / 338x; down int8 129x / 340x, 126x / 331x; int8 117x / 310x, 107x / 283x. Trained stages:
+# -> 126x / 346x, 130x / 344x, 130x / 348x, 127x / 348x. Per 128 columns costs the keystroke nothing these runs can
+# -> see. Typed through the fused step, cosine to the teacher: int4 per row 0.9321, per 128 columns 0.9358, with
+# -> learned scales 0.9374, down int8 0.9362 (each 0.001 under its fp32 forward).
+# Longer stages, as session 71's: 1,500 steps, alone.
+AT=d49b790 keep_stage int4-1500-lr1e-4-group128-learned --weight_bits 4 --weight_group 128 --weight_scale learned \
+  --max_steps 1500
+AT=d49b790 keep_stage int4-1500-lr1e-4-group128 --weight_bits 4 --weight_group 128 --max_steps 1500
+# -> final / NA@10 / STS-B: per 128 columns 0.9370 / 0.649 / 79.80 (where 500 steps left it, as max scales per row
+# -> did); with learned scales 0.9391 / 0.648 / 79.53 (500: 0.9381 / 0.646), the best int4 final cosine, its NA@10
+# -> level with down at int8 (0.649) and learned scales per row (0.651) within the batch orders' 0.003.
+# The products alone (gcc -O3 -march=native -pthread benchmarks/probes/int4_gemv.c -o /tmp/int4_gemv -lm, which
+# prints): one thread int8 80-84 us, int4 per row 61-63 us, per 128 columns 74-76 us; two threads 40-43, 31-32, 38 us.
