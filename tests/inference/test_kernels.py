@@ -143,31 +143,41 @@ def _follows_the_int8_arithmetic_and_the_fp32_model(model: TF2RNNModel, step: In
 
 
 # 40 tokens overflow the 6-slot caches; the second pools a position-weighted mean over the residual, the third defers
-# two layers of three.
-@pytest.mark.parametrize("hidden,residual,exponent,layers,tail", [
-    (128, False, None, 2, 1), (100, True, 1.3, 2, 1), (128, False, 1.3, 3, 2)])
+# two layers of three, the fourth too with int4 weights scaled per 128 columns (--weight_group 128).
+@pytest.mark.parametrize("hidden,residual,exponent,layers,tail,group", [
+    (128, False, None, 2, 1, None), (100, True, 1.3, 2, 1, None), (128, False, 1.3, 3, 2, None),
+    (256, False, 1.3, 3, 2, 128)])
 @torch.no_grad()
 def test_deferred_keystrokes_and_commits_are_the_int8_arithmetic_and_follow_the_fp32_model(hidden, residual, exponent,
-                                                                                          layers, tail):
+                                                                                          layers, tail, group):
     model = _tova(hidden, residual, pooling_position_exponent=exponent, num_hidden_layers=layers, tail_layers=tail,
                   **({} if residual else {"output_size": 44}))
+    if group:
+        model = _on_int4_grid(model, group=group)
     if exponent is not None:
         model.cell.pooling_exponent.fill_(exponent)
     step = Int8TOVAStep(model)
+    assert step.int4_groups == (("qkv", "out", "up", "down", "o") if group and step.lib.tf2rnn_int4_products() else ())
     ours, theirs, fp32 = model.init_state(1), model.init_state(1), model.init_state(1)
+    # Blocks scaled per 128 columns add in fp32 in the kernel and in fp64 in naive.py, so an activation a hair from an
+    # int8 rounding boundary lands one step apart now and then (1-4 keystrokes in 40 here, one scale a row 0-1), and
+    # the cache carries it on: those students are held to naive.py from the kernel's own state at every step, most
+    # steps exactly, as the causal steps are.
+    same_state, exact = group is not None, 0
     g = torch.Generator().manual_seed(0)
     for t, token in enumerate(torch.randint(0, 300, (40,), generator=g).tolist()):
         begins = t == 0 or bool(torch.rand(1, generator=g) < 0.5)
         before = [x.clone() for x in ours._tensors()]
         e_ours, new = step.step_deferred(token, ours, begins)
         assert all(torch.equal(a, b) for a, b in zip(before, ours._tensors()))  # earlier states stay valid
-        e_expected, expected = int8_tova_step_deferred(model, token, theirs, begins)
-        assert (e_ours - e_expected).abs().max() <= 1e-4
-        assert (new.held_outputs - expected.held_outputs).abs().max() <= 1e-4
+        e_expected, expected = int8_tova_step_deferred(model, token, ours if same_state else theirs, begins)
+        gap = max((e_ours - e_expected).abs().max(), (new.held_outputs - expected.held_outputs).abs().max())
+        assert gap <= (2e-2 if same_state else 1e-4)
+        exact += gap <= 1e-4
         e_fp32, fp32 = model.step_deferred(torch.tensor([token]), fp32, begins)
         assert torch.nn.functional.cosine_similarity(e_ours, e_fp32).item() >= 0.99  # int8 noise vs fp32
-        ours, theirs = new, expected
-    assert ours.held_tokens >= 1
+        ours, theirs = new, (new if same_state else expected)
+    assert exact >= 36 and ours.held_tokens >= 1
     full, committed = step.commit_word(ours)
     full_expected, committed_expected = int8_tova_commit(model, theirs)
     assert (full - full_expected).abs().max() <= 1e-4
