@@ -1243,9 +1243,11 @@ INT4_STAGES = (
     ("int4 per 128 columns, learned scales, seed 1", "int4-500-lr1e-4-group128-learned-seed1-at21db094"),
     ("1,500 steps: int4 per row", "int4-1500-lr1e-4-control-at5371991"),
     ("1,500 steps: int4 per row, learned scales", "int4-1500-lr1e-4-learned-at5371991"),
+    ("1,500 steps: int4 per row, learned scales, seed 1", "int4-1500-lr1e-4-learned-seed1-atd49b790"),
     ("1,500 steps: int4 per row, down int8", "int4-1500-lr1e-4-keep-down-at5371991"),
     ("1,500 steps: int4 per 128 columns", "int4-1500-lr1e-4-group128-atd49b790"),
     ("1,500 steps: int4 per 128 columns, learned scales", "int4-1500-lr1e-4-group128-learned-atd49b790"),
+    ("1,500 steps: int4 per 128 columns, learned scales, seed 1", "int4-1500-lr1e-4-group128-learned-seed1-atd49b790"),
 )
 
 

@@ -1966,3 +1966,9 @@ AT=d49b790 keep_stage int4-1500-lr1e-4-group128 --weight_bits 4 --weight_group 1
 # -> level with down at int8 (0.649) and learned scales per row (0.651) within the batch orders' 0.003.
 # The products alone (gcc -O3 -march=native -pthread benchmarks/probes/int4_gemv.c -o /tmp/int4_gemv -lm, which
 # prints): one thread int8 80-84 us, int4 per row 61-63 us, per 128 columns 74-76 us; two threads 40-43, 31-32, 38 us.
+# The two learned-scale stages at 1,500 steps again in the other batch order (--seed 1), alone:
+AT=d49b790 keep_stage int4-1500-lr1e-4-group128-learned-seed1 --seed 1 --weight_bits 4 --weight_group 128 \
+  --weight_scale learned --max_steps 1500
+AT=d49b790 keep_stage int4-1500-lr1e-4-learned-seed1 --seed 1 --weight_bits 4 --weight_scale learned --max_steps 1500
+# -> per 128 columns 0.9393 / 0.650 / 79.48 (seed 42: 0.9391 / 0.648), per row 0.9387 / 0.649 / 79.56 (0.9387 /
+# -> 0.651): level in NA@10 (0.648-0.650 against 0.649-0.651), per 128 columns ahead in final cosine by 0.0005.
