@@ -664,6 +664,81 @@ def test_a_local_corpus_alone_is_scored_on_texts_held_out_of_it(tmp_path):
         main(args("few", few))
 
 
+def test_parent_weight_moves_the_training_targets_to_the_frozen_parent(teacher, data, tmp_path):
+    """`parent_weight` w: in training the free-running loss reads normalise((1 - w) teacher + w parent), the parent's
+    trajectory from the same batch; evaluation reads the teacher's alone, and the parent never trains."""
+    import copy
+
+    torch.manual_seed(0)
+    model, tok = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=8)
+    parent = copy.deepcopy(model)
+    saved = {k: v.clone() for k, v in parent.state_dict().items()}
+
+    def trainer(weight, parent=None, **kw):
+        args = DistillationTrainingArguments(
+            output_dir=str(tmp_path), report_to=[], use_cpu=True, max_steps=3, per_device_train_batch_size=8,
+            learning_rate=1e-3, remove_unused_columns=False, save_strategy="no", seed=0, disable_tqdm=True,
+            parent_weight=weight, **kw)
+        return DistillationTrainer(model=model, args=args, train_dataset=data[0], parent=parent,
+                                   data_collator=TrajectoryCollator(tok.pad_token_id))
+
+    batch = TrajectoryCollator(tok.pad_token_id)([data[0][i] for i in range(8)])
+    with torch.no_grad():
+        own = model(batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
+    weights = position_weights(batch["target_mask"], batch["attention_mask"], 1.0)
+
+    def loss_to(target):
+        return float(weighted_mean(distance(own, target), weights))
+
+    to_teacher = loss_to(batch["targets"])
+    mixed = torch.nn.functional.normalize(0.7 * batch["targets"] + 0.3 * own, dim=-1)
+    for weight, expected in ((1.0, 0.0), (0.3, loss_to(mixed)), (0.0, to_teacher)):
+        t = trainer(weight, parent if weight else None)
+        with torch.no_grad():
+            assert abs(float(t.compute_loss(model.train(), batch)) - expected) < 1e-5, weight
+            assert abs(float(t.compute_loss(model.eval(), batch)) - to_teacher) < 1e-5  # evaluation: the teacher's
+    assert to_teacher > 0.05 and 0.01 < loss_to(mixed) < to_teacher - 0.05
+    # The intended use: an int4 stage pulled to its unrounded parent, which stays as it was.
+    t = trainer(0.5, parent, weight_bits=4)
+    t.train()
+    assert all(torch.equal(v, saved[k]) for k, v in parent.state_dict().items())
+    assert all(not p.requires_grad for p in parent.parameters()) and not parent.training
+    with pytest.raises(ValueError, match="parent_weight 0.5 with no parent"):
+        trainer(0.5)
+    with pytest.raises(ValueError, match="parent_weight 0.0 with a parent"):
+        trainer(0.0, parent)
+    with pytest.raises(ValueError, match=r"parent_weight is a share of the targets, in \[0, 1\]; got 1.5"):
+        trainer(1.5, parent)
+
+
+def test_parent_weight_through_the_recipe_continues_from_init_from(tmp_path):
+    """`--parent_weight` loads the --init_from student a second time, frozen, as the parent; without --init_from there
+    is none to load, and the recipe says so."""
+    from tf2rnn_hf.distill.recipe import main
+
+    def run(out, *extra):
+        return main(_distill_args(tmp_path / out, tmp_path / "cache", "--max_steps", "2", "--use_cpu", "true",
+                                  "--save_strategy", "no", "--max_eval_texts", "4", *extra))
+
+    base = ("--cell_type", "tova_attention", "--hidden_size", "384", "--num_hidden_layers", "1")
+    run("saved", *base)
+    seen = []
+    real = DistillationTrainer.__init__
+
+    def spy(self, *args, **kwargs):
+        seen.append(kwargs.get("parent"))
+        real(self, *args, **kwargs)
+
+    with mock.patch("tf2rnn_hf.distill.recipe.DistillationTrainer.__init__", autospec=True, side_effect=spy):
+        results = run("stage", "--init_from", str(tmp_path / "saved"), "--parent_weight", "0.5", "--weight_bits", "4")
+    saved = TF2RNNModel.from_pretrained(tmp_path / "saved").state_dict()
+    parent = seen[0].state_dict()
+    assert len(seen) == 1 and all(torch.equal(parent[k], saved[k]) for k in saved)
+    assert results["fidelity"]["student"]["final_cosine"] > 0
+    with pytest.raises(ValueError, match="--parent_weight moves the targets towards the student --init_from names"):
+        run("orphan", *base, "--parent_weight", "0.5")
+
+
 def test_init_from_trains_the_saved_student_at_the_slots_asked_for(tmp_path):
     """--init_from keeps the saved student's shape; --num_slots, a budget rather than a shape, is the one option
     that applies to it (it used to be dropped in silence, so a student meant to train at its serving cache did not)."""

@@ -301,11 +301,16 @@ def main(argv: Optional[List[str]] = None) -> dict:
         return {"timings": timings, "trajectory_stats": trajectory_stats}
 
     schedule = training_args.schedule
+    if training_args.parent_weight and not model_args.init_from:
+        raise ValueError("--parent_weight moves the targets towards the student --init_from names; pass --init_from.")
+    parent = None
     if model_args.init_from:
         # The slot count is the one shape option a saved student can change (the same weights at another budget).
-        model = TF2RNNForDistillation.from_pretrained(model_args.init_from, **{
-            key: value for key, value in (("num_slots", model_args.num_slots), ("tail_layers", model_args.tail_layers))
-            if value is not None})
+        overrides = {key: value for key, value in (("num_slots", model_args.num_slots),
+                                                   ("tail_layers", model_args.tail_layers)) if value is not None}
+        model = TF2RNNForDistillation.from_pretrained(model_args.init_from, **overrides)
+        if training_args.parent_weight:
+            parent = TF2RNNForDistillation.from_pretrained(model_args.init_from, **overrides)
         tokenizer = AutoTokenizer.from_pretrained(model_args.init_from)
     else:
         with training_args.main_process_first(desc="token vectors"):
@@ -351,7 +356,7 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                       continues_word=continuation_table(tokenizer) if k is not None else None)
     trainer = DistillationTrainer(
         model=model, args=training_args, train_dataset=train_ds, eval_dataset=eval_ds, data_collator=collator,
-        processing_class=tokenizer)
+        processing_class=tokenizer, parent=parent)
     t1 = time.perf_counter()
     train_result = trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
     timings["train_s"] = time.perf_counter() - t1

@@ -26,9 +26,12 @@ def _last_positions(mask: torch.Tensor) -> torch.Tensor:
 class DistillationTrainer(Trainer):
     """A `Trainer` whose loss is the distillation schedule (`DistillationTrainingArguments`), and whose
     evaluation adds fidelity metrics (final and all-prefix cosine, free-running, neighbour agreement@10 and
-    drift on the eval split), computed by `evaluation.fidelity`, the same code as `tf2rnn evaluate`."""
+    drift on the eval split), computed by `evaluation.fidelity`, the same code as `tf2rnn evaluate`.
 
-    def __init__(self, *args, **kwargs):
+    `parent`: a frozen student whose trajectory the free-running targets move towards in training, by
+    `args.parent_weight` (self-distillation, e.g. of a rounded student from the unrounded one it started as)."""
+
+    def __init__(self, *args, parent: Optional[torch.nn.Module] = None, **kwargs):
         args_, data = kwargs.get("args"), kwargs.get("train_dataset")
         if args_ is not None and not isinstance(args_, DistillationTrainingArguments):
             raise TypeError("DistillationTrainer takes DistillationTrainingArguments (TrainingArguments plus the "
@@ -64,6 +67,10 @@ class DistillationTrainer(Trainer):
             # 0.002 when trained through (docs/experiments.md, session 55).
             round_linear_weights(self.model, args.weight_bits, args.weight_group, keep=("readout", *args.weight_keep),
                                  learned_scale=args.weight_scale == "learned")
+        if (parent is None) != (args.parent_weight == 0):
+            raise ValueError(f"parent_weight {args.parent_weight} with {'no' if parent is None else 'a'} parent: pass "
+                             "both (the frozen student the targets move towards, and the share) or neither.")
+        self.parent = None if parent is None else parent.to(args.device).eval().requires_grad_(False)
         self._final_save = False
         self.schedule = args.schedule
         self.transition = TransitionLoss(args.distance, args.final_weight)
@@ -180,7 +187,8 @@ class DistillationTrainer(Trainer):
             loss = loss + w_tr * terms["transition"]
         if w_tr < 1:
             restart = self.schedule.restart(p) if model.training else 0.0
-            terms["rollout"], preds = self.rollout(model, inputs, restart)
+            terms["rollout"], preds = self.rollout(model, self._parent_targets(inputs) if model.training else inputs,
+                                                   restart)
             if "word_starts" in inputs and self.rollout.last_tail is not None:
                 terms["tail"] = self.rollout.last_tail
             loss = loss + (1 - w_tr) * terms["rollout"]
@@ -201,6 +209,17 @@ class DistillationTrainer(Trainer):
         if model.training:
             self._last_terms = {f"loss_{k}": float(v.detach()) for k, v in terms.items()}
         return (loss, {"loss": loss}) if return_outputs else loss
+
+    def _parent_targets(self, inputs: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        """The batch with its targets moved `parent_weight` of the way to the parent's trajectory (renormalised)."""
+        if self.parent is None:
+            return inputs
+        with torch.no_grad():
+            ids, mask, tmask = inputs["input_ids"], inputs["attention_mask"], inputs["target_mask"]
+            theirs = self.parent(ids, attention_mask=mask, use_cache=False, output_steps=tmask > 0).last_hidden_state
+        w, targets = self.args.parent_weight, inputs["targets"]
+        mixed = (1 - w) * targets + w * theirs.to(targets.dtype)
+        return {**inputs, "targets": torch.nn.functional.normalize(mixed, dim=-1)}
 
     def create_model_card(self, *args, **kwargs):
         # The Trainer's generic card would replace the card `hub.save_student` writes with measured results.

@@ -66,6 +66,10 @@ class DistillationTrainingArguments(TrainingArguments):
     weight_scale: str = field(default="max", metadata={
         "help": "With --weight_bits: each scale spans its row's largest value ('max'), or is learned ('learned', LSQ: "
                 "started at the least-squares clip, the clipped values getting no gradient)."})
+    parent_weight: float = field(default=0.0, metadata={
+        "help": "With --init_from: the free-running loss's targets moved this share of the way from the teacher's "
+                "trajectory to the one the student it continues computes (frozen), e.g. for a --weight_bits stage: the "
+                "rounded student is pulled to what its unrounded parent reached, not only to the teacher."})
     train_minutes: Optional[float] = field(default=None, metadata={
         "help": "Train for this long (wall clock); the loss schedule and learning rate follow the clock."})
 
@@ -90,6 +94,8 @@ class DistillationTrainingArguments(TrainingArguments):
             raise ValueError("weight_scale sets how --weight_bits scales its rows; pass --weight_bits too.")
         if self.weight_bits is not None and not 2 <= self.weight_bits <= 8:
             raise ValueError(f"weight_bits rounds to 2..8-bit integers, got {self.weight_bits}.")
+        if not 0 <= self.parent_weight <= 1:
+            raise ValueError(f"parent_weight is a share of the targets, in [0, 1]; got {self.parent_weight}.")
         if self.train_minutes:
             self.max_steps = 10 ** 9  # the clock stops training, not a step count
         super().__post_init__()
