@@ -1248,6 +1248,14 @@ INT4_STAGES = (
     ("1,500 steps: int4 per 128 columns", "int4-1500-lr1e-4-group128-atd49b790"),
     ("1,500 steps: int4 per 128 columns, learned scales", "int4-1500-lr1e-4-group128-learned-atd49b790"),
     ("1,500 steps: int4 per 128 columns, learned scales, seed 1", "int4-1500-lr1e-4-group128-learned-seed1-atd49b790"),
+    ("int4 per 128 columns, targets halfway to the fp32 student (--parent_weight 0.5)",
+     "int4-500-lr1e-4-group128-parent0.5-at6f79798"),
+    ("int4 per 128 columns, the fp32 student's targets (--parent_weight 1)", "int4-500-lr1e-4-group128-parent1-at6f79798"),
+    ("int4 per 128 columns, lr 3e-4", "int4-500-lr3e-4-group128-at6f79798"),
+    ("int4 per 128 columns, lr 3e-5", "int4-500-lr3e-5-group128-at6f79798"),
+    ("fp32, lr 3e-4", "fp32-500-lr3e-4-at6f79798"),
+    ("1,500 steps: fp32", "fp32-1500-lr1e-4-at6f79798"),
+    ("3,000 steps: int4 per 128 columns, learned scales", "int4-3000-lr1e-4-group128-learned-at6f79798"),
 )
 
 
@@ -1268,11 +1276,12 @@ def int4_stage_table() -> str:
                        "STS-B": s_["sts-b"]["student"]["spearman"],
                        "in training: final cosine": trained["fidelity"]["student"]["final_cosine"],
                        "in training: NA@10": trained["fidelity"]["student"]["neighbour_agreement@10"]}
-    return format_table(rows, "Int4 stages on six layers with K = 2 (student.sh, sessions 70-72, a Zen 3 host): "
-                              "500 steps (or 1,500) at lr 1e-4 from the 2,000-step fp32 student at 32 slots, each "
-                              "alone; --weight_keep leaves products at int8, --weight_scale learned learns the "
-                              "scales, --weight_group 128 gives each 128 columns of a row a scale; scored by tf2rnn "
-                              "evaluate at 32 slots") if rows else ""
+    return format_table(rows, "Int4 stages on six layers with K = 2 (student.sh, sessions 70-73, a Zen 3 host): "
+                              "500 steps (or as named) at lr 1e-4 (or as named) from the 2,000-step fp32 student at 32 "
+                              "slots, each alone; --weight_keep leaves products at int8, --weight_scale learned learns "
+                              "the scales, --weight_group 128 gives each 128 columns of a row a scale, --parent_weight "
+                              "moves the targets towards the fp32 student; scored by tf2rnn evaluate at 32 slots"
+                        ) if rows else ""
 
 
 # Depth paid per word (student.sh, session 65): (label, the student.sh row, its probe file in benchmarks/probes/results,

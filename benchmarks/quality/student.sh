@@ -1972,3 +1972,23 @@ AT=d49b790 keep_stage int4-1500-lr1e-4-group128-learned-seed1 --seed 1 --weight_
 AT=d49b790 keep_stage int4-1500-lr1e-4-learned-seed1 --seed 1 --weight_bits 4 --weight_scale learned --max_steps 1500
 # -> per 128 columns 0.9393 / 0.650 / 79.48 (seed 42: 0.9391 / 0.648), per row 0.9387 / 0.649 / 79.56 (0.9387 /
 # -> 0.651): level in NA@10 (0.648-0.650 against 0.649-0.651), per 128 columns ahead in final cosine by 0.0005.
+# Session 73 (the same host): two more ways to win back int4's cost, on the same 500-step stage from $S69_L6 at a
+# scale per 128 columns (0.9370 / 0.649, 0.9369 / 0.648 above). First, the targets moved towards the fp32 student the
+# stage starts from (--parent_weight: the rounded student pulled to what its unrounded parent reached, not only to
+# the teacher it could not reach either), alone:
+AT=6f79798 keep_stage int4-500-lr1e-4-group128-parent0.5 --weight_bits 4 --weight_group 128 --parent_weight 0.5
+AT=6f79798 keep_stage int4-500-lr1e-4-group128-parent1 --weight_bits 4 --weight_group 128 --parent_weight 1
+# -> final / NA@10 / STS-B: halfway 0.9366 / 0.648 / 79.49, the parent alone 0.9357 / 0.646 / 79.53 (11-13% more time
+# -> a step for the parent's forward): no gain; the parent alone costs 0.001 final cosine and 0.002-0.003 NA@10.
+# Second, the stage's learning rate (release.sh's 1e-4 was never compared; session 56's runs were lost), alone:
+AT=6f79798 keep_stage int4-500-lr3e-4-group128 --weight_bits 4 --weight_group 128 --learning_rate 3e-4
+AT=6f79798 keep_stage int4-500-lr3e-5-group128 --weight_bits 4 --weight_group 128 --learning_rate 3e-5
+AT=6f79798 keep_stage fp32-500-lr3e-4 --learning_rate 3e-4
+# -> int4 per 128 columns at lr 3e-4 0.9360 / 0.641 / 79.92, at 3e-5 0.9358 / 0.644 / 79.47, both under lr 1e-4's
+# -> 0.9370 / 0.648-0.649; fp32 at lr 3e-4 0.9420 / 0.651 / 79.86 (lr 1e-4: 0.9430-0.9431 / 0.655-0.657), with
+# -> passages up (0.854 / 0.672 against 0.849 / 0.645). lr 1e-4 stays the stage's rate.
+# The 1,500-step fp32 control the 1,500-step int4 stages lacked, then the release's 3,000 steps with learned scales per
+# 128 columns (release.sh's INT4_EXTRA="--weight_scale learned --weight_group 128"), alone:
+AT=6f79798 keep_stage fp32-1500-lr1e-4 --max_steps 1500
+AT=6f79798 keep_stage int4-3000-lr1e-4-group128-learned --weight_bits 4 --weight_group 128 --weight_scale learned \
+  --max_steps 3000
