@@ -713,7 +713,7 @@ def test_parent_weight_moves_the_training_targets_to_the_frozen_parent(teacher, 
 
 def test_parent_weight_through_the_recipe_continues_from_init_from(tmp_path):
     """`--parent_weight` loads the --init_from student a second time, frozen, as the parent; without --init_from there
-    is none to load, and the recipe says so."""
+    is none to load, and the recipe says so before any work."""
     from tf2rnn_hf.distill.recipe import main
 
     def run(out, *extra):
@@ -735,8 +735,10 @@ def test_parent_weight_through_the_recipe_continues_from_init_from(tmp_path):
     parent = seen[0].state_dict()
     assert len(seen) == 1 and all(torch.equal(parent[k], saved[k]) for k in saved)
     assert results["fidelity"]["student"]["final_cosine"] > 0
-    with pytest.raises(ValueError, match="--parent_weight moves the targets towards the student --init_from names"):
-        run("orphan", *base, "--parent_weight", "0.5")
+    # Refused before the teacher's trajectories are built, not after their minutes.
+    with mock.patch("tf2rnn_hf.distill.recipe.trajectories.build", side_effect=AssertionError("trajectories built")):
+        with pytest.raises(ValueError, match="--parent_weight moves the targets towards the student --init_from"):
+            run("orphan", *base, "--parent_weight", "0.5")
 
 
 def test_init_from_trains_the_saved_student_at_the_slots_asked_for(tmp_path):

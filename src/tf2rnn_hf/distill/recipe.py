@@ -231,6 +231,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
         data_args.prefix_unit = "char"  # a byte student's targets are the teacher's embedding per keystroke
     if training_args.keystroke_weight > 0 and data_args.prefix_unit != "char":
         raise ValueError("--keystroke_weight trains on keystrokes inside words: it needs --prefix_unit char.")
+    if training_args.parent_weight and not model_args.init_from:
+        raise ValueError("--parent_weight moves the targets towards the student --init_from names; pass --init_from.")
     if training_args.keystroke_weight > 0 and training_args.world_size > 1:
         raise ValueError("--keystroke_weight runs a second forward per step, which DDP does not allow: "
                          "train with it in one process.")
@@ -301,8 +303,6 @@ def main(argv: Optional[List[str]] = None) -> dict:
         return {"timings": timings, "trajectory_stats": trajectory_stats}
 
     schedule = training_args.schedule
-    if training_args.parent_weight and not model_args.init_from:
-        raise ValueError("--parent_weight moves the targets towards the student --init_from names; pass --init_from.")
     parent = None
     if model_args.init_from:
         # The slot count is the one shape option a saved student can change (the same weights at another budget).
