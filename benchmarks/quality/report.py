@@ -1256,6 +1256,7 @@ INT4_STAGES = (
     ("fp32, lr 3e-4", "fp32-500-lr3e-4-at6f79798"),
     ("1,500 steps: fp32", "fp32-1500-lr1e-4-at6f79798"),
     ("3,000 steps: int4 per 128 columns, learned scales", "int4-3000-lr1e-4-group128-learned-at6f79798"),
+    ("1,500 steps: int4 per row, up and down int8", "int4-1500-lr1e-4-keep-up-down-at6f79798"),
 )
 
 

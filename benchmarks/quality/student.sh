@@ -1995,3 +1995,15 @@ AT=6f79798 keep_stage int4-3000-lr1e-4-group128-learned --weight_bits 4 --weight
 # -> fp32 1,500 steps 0.9427 / 0.658 / 79.62 (500: 0.9430-0.9431 / 0.655-0.657), so the 1,500-step int4 stages lose
 # -> 0.008-0.010 NA@10 to a like-for-like control; learned scales per 128 columns at 3,000 steps 0.9389 / 0.647 / 79.46
 # -> (1,500: 0.9391-0.9393 / 0.648-0.650): the stage stops gaining by 1,500 steps.
+# The closest stage at more than int4's bytes (up and down left at int8, 9.1 MB; at 500 steps 0.651-0.654) at 1,500
+# steps, against the fp32 control above, alone:
+AT=6f79798 keep_stage int4-1500-lr1e-4-keep-up-down --weight_bits 4 --weight_keep up down --max_steps 1500
+# -> 0.9400 / 0.655 / 79.64 (500 steps: 0.9401 / 0.651-0.654), 0.003 NA@10 under the fp32 control (0.658). What it
+# -> costs a keystroke, the trained stages in one --quick run, alone:
+P73=outputs/student-$S69_L6
+[ -f "$OUT/student-speed-v73.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v73.json" \
+  --compare $P73-then-int4-500-lr1e-4-group128-at21db094 $P73-then-int4-1500-lr1e-4-keep-up-down-at6f79798 \
+  $P73-then-int4-500-lr1e-4-keep-down-at5371991 $P73
+# -> single keystroke at 64 / 256 tokens: int4 per 128 columns 123x / 317x, up and down int8 118x / 284x, down int8
+# -> 135x / 321x, every product int8 110x / 254x (one run; runs move ~10%); typing mean with idle_commits 160x / 419x,
+# -> 160x / 428x.
