@@ -250,10 +250,11 @@ def test_sparse_embeddings_train_only_the_rows_read(teacher, data, tmp_path):
     assert all(np.isfinite(h["grad_norm"]) and h["grad_norm"] > 0 for h in history)
 
 
-def _rounded_run(teacher, data, out, resume=None, weight_scale="max", weight_keep=(), weight_group=None):
-    """A one-layer inherited student trained 4 steps under --weight_bits 4, a checkpoint every 2."""
+def _rounded_run(teacher, data, out, resume=None, weight_scale="max", weight_keep=(), weight_group=None, **config):
+    """A one-layer inherited student (or as `config` says) trained 4 steps under --weight_bits 4, a checkpoint
+    every 2."""
     torch.manual_seed(0)
-    model, tok = build_student(teacher, cell_type="tova_attention", num_hidden_layers=1, num_slots=8)
+    model, tok = build_student(teacher, cell_type="tova_attention", **{"num_hidden_layers": 1, **config}, num_slots=8)
     args = DistillationTrainingArguments(
         output_dir=str(out), report_to=[], use_cpu=True, max_steps=4, per_device_train_batch_size=8,
         learning_rate=1e-3, remove_unused_columns=False, save_strategy="steps", save_steps=2, seed=0,
@@ -356,6 +357,18 @@ def test_weight_keep_leaves_a_product_unrounded_and_the_fused_step_reads_it_as_i
         DistillationTrainingArguments(output_dir=str(tmp_path), weight_keep=["down"])
     with pytest.raises(ValueError, match="Keep all three or none"):
         DistillationTrainingArguments(output_dir=str(tmp_path), weight_bits=4, weight_keep=["query", "key"])
+
+
+def test_weight_keep_by_layer_leaves_a_words_layer_int8_and_the_keystrokes_int4(teacher, data, tmp_path):
+    """`--weight_keep cell.layers.1` on a two-layer student whose keystrokes run one layer (--tail_layers 1): the
+    word's layer trains unrounded, and the saved student's fused step reads it as int8 and the keystroke's as int4."""
+    trainer, tok, linears = _rounded_run(teacher, data, tmp_path / "run", weight_keep=("cell.layers.1",),
+                                         num_hidden_layers=2, tail_layers=1)
+    assert {name.rsplit(".", 1)[0] for name in linears} == {"cell.layers.0"}
+    trainer.save_model(str(tmp_path / "student"))
+    step = Int8TOVAStep(TF2RNNModel.from_pretrained(tmp_path / "student").eval())
+    int4 = (0,) if step.lib.tf2rnn_int4_products() else ()
+    assert step.int4_layers == {name: int4 for name in ("qkv", "out", "up", "down")}
 
 
 @pytest.mark.parametrize("bad, message", [({"freeze_embeddings": True}, "frozen token table"),

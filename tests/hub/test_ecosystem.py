@@ -87,6 +87,8 @@ def test_the_card_names_the_cell_and_its_open_tokens():
     assert ("one scale per row (trained through the rounding), except each layer's down; the readout and those fp32. "
             "On a CPU with AVX512-VNNI or AVX2 the fused keystroke reads the rounded ones as int4 products and the "
             "rest as int8") in mixed
+    layers = str(render_model_card(tiny_config("tova_attention"), weight_bits=4, weight_keep=["up", "cell.layers.1"]))
+    assert "the rounding), except each layer's up; `cell.layers.1`; the readout and those fp32" in layers
     grouped = str(render_model_card(tiny_config("tova_attention"), weight_bits=4, weight_group=128))
     assert ("on a symmetric int4 grid, one scale per 128 columns of a row (trained through the rounding); the readout "
             "fp32. On a CPU with AVX512-VNNI or AVX2 the fused keystroke reads them as int4 products") in grouped

@@ -143,21 +143,24 @@ def _follows_the_int8_arithmetic_and_the_fp32_model(model: TF2RNNModel, step: In
 
 
 # 40 tokens overflow the 6-slot caches; the second pools a position-weighted mean over the residual, the third defers
-# two layers of three, the fourth too with int4 weights scaled per 128 columns (--weight_group 128).
-@pytest.mark.parametrize("hidden,residual,exponent,layers,tail,group", [
-    (128, False, None, 2, 1, None), (100, True, 1.3, 2, 1, None), (128, False, 1.3, 3, 2, None),
-    (256, False, 1.3, 3, 2, 128)])
+# two layers of three, the fourth too with int4 weights scaled per 128 columns (--weight_group 128), the fifth with
+# only the two layers a keystroke runs on that grid (the word's layer kept off it, read as int8).
+@pytest.mark.parametrize("hidden,residual,exponent,layers,tail,group,grid_layers", [
+    (128, False, None, 2, 1, None, None), (100, True, 1.3, 2, 1, None, None), (128, False, 1.3, 3, 2, None, None),
+    (256, False, 1.3, 3, 2, 128, None), (256, False, 1.3, 3, 2, 128, [0, 1])])
 @torch.no_grad()
 def test_deferred_keystrokes_and_commits_are_the_int8_arithmetic_and_follow_the_fp32_model(hidden, residual, exponent,
-                                                                                          layers, tail, group):
+                                                                                          layers, tail, group,
+                                                                                          grid_layers):
     model = _tova(hidden, residual, pooling_position_exponent=exponent, num_hidden_layers=layers, tail_layers=tail,
                   **({} if residual else {"output_size": 44}))
     if group:
-        model = _on_int4_grid(model, group=group)
+        model = _on_int4_grid(model, grid_layers is None, group, grid_layers)
     if exponent is not None:
         model.cell.pooling_exponent.fill_(exponent)
     step = Int8TOVAStep(model)
-    assert step.int4_groups == (("qkv", "out", "up", "down", "o") if group and step.lib.tf2rnn_int4_products() else ())
+    products = ("qkv", "out", "up", "down") + (("o",) if grid_layers is None else ())
+    assert step.int4_groups == (products if group and step.lib.tf2rnn_int4_products() else ())
     ours, theirs, fp32 = model.init_state(1), model.init_state(1), model.init_state(1)
     # Blocks scaled per 128 columns add in fp32 in the kernel and in fp64 in naive.py, so an activation a hair from an
     # int8 rounding boundary lands one step apart now and then (1-4 keystrokes in 40 here, one scale a row 0-1), and
@@ -223,18 +226,24 @@ def _on_int4_grid(model: TF2RNNModel, readout: bool = True, group: Optional[int]
 
 # 128 wide: every product's columns pack in blocks of 128; 44 readout rows end in scalar rows after the eight-row
 # blocks. Open tokens run the products over several tokens at once. 256 wide with a scale per 128 columns: two blocks
-# a row (four in down), and with the first layer on one scale a row, that layer's products read as blocks too.
-@pytest.mark.parametrize("hidden,open_tokens,readout,group,rows_first", [
-    (128, 1, True, None, False), (128, 3, True, None, False), (128, 1, False, None, False),
-    (256, 1, True, 128, False), (256, 3, False, 128, False), (256, 1, True, 128, True)])
+# a row (four in down), and with the first layer on one scale a row, that layer's products read as blocks too. The
+# last two have one layer of two on the grid (--weight_keep cell.layers.N kept the other off it): that layer reads
+# int4 and the other int8, in the same products.
+@pytest.mark.parametrize("hidden,open_tokens,readout,group,rows_first,grid_layers", [
+    (128, 1, True, None, False, None), (128, 3, True, None, False, None), (128, 1, False, None, False, None),
+    (256, 1, True, 128, False, None), (256, 3, False, 128, False, None), (256, 1, True, 128, True, None),
+    (128, 1, True, None, False, [1]), (256, 3, False, 128, False, [0])])
 @torch.no_grad()
-def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(hidden, open_tokens, readout, group, rows_first):
+def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(hidden, open_tokens, readout, group, rows_first,
+                                                                      grid_layers):
     """A student trained through int4 weights: where the CPU has AVX512-VNNI or AVX2 the kernel reads the products on
     the grid as int4 (half the bytes), the readout too where it is, with one scale a row or one per 128 columns, and
     still computes naive.py's arithmetic (which reads the same codes), near the fp32 model; elsewhere it reads them as
-    int8. Weights off the grid (any trained in fp32) stay int8."""
+    int8. Weights off the grid (any trained in fp32, or a layer kept off it) stay int8."""
     model = _tova(hidden, False, pooling_position_exponent=1.0, open_tokens=open_tokens, output_size=44)
-    model = _on_int4_grid(model, readout, group)
+    model = _on_int4_grid(model, False, group, layers=grid_layers)
+    if readout:
+        model = _on_int4_grid(model, True, group, layers=[])
     if rows_first:
         model = _on_int4_grid(model, False, None, layers=[0])
     step = Int8TOVAStep(model)
@@ -242,6 +251,8 @@ def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(hidden, ope
     int4 = step.lib.tf2rnn_int4_products()
     assert step.int4 == (products if int4 else ())
     assert step.int4_groups == (products if int4 and group else ())
+    on_grid = tuple(grid_layers if grid_layers is not None else range(2)) if int4 else ()
+    assert step.int4_layers == {name: on_grid for name in ("qkv", "out", "up", "down")}
     assert Int8TOVAStep(_tova(128, False)).int4 == ()
     _follows_the_int8_arithmetic_and_the_fp32_model(model, step, open_tokens)
 

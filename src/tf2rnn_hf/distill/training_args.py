@@ -60,9 +60,11 @@ class DistillationTrainingArguments(TrainingArguments):
         "help": "With --weight_bits: one scale per this many columns of a row (default: one per row). The fused step "
                 "reads int4 weights with one scale a row or one per 128 columns; smaller groups it reads as int8."})
     weight_keep: List[str] = field(default_factory=list, metadata={
-        "help": "With --weight_bits: linear layers left unrounded, by their name's last part (query, key, value, out, "
-                "up, down), as the readout is; the fused step reads them as int8, the rest as int4. The step reads "
-                "query, key and value as one product: keep all three or none."})
+        "help": "With --weight_bits: linear layers left unrounded, as the readout is, by their name's last part "
+                "(query, key, value, out, up, down) or a module's name (cell.layers.2: all of that layer's, "
+                "cell.layers.2.up: one); the fused step reads them as int8, the rest as int4, layer by layer (with "
+                "--tail_layers, keeping the word's layers reads a keystroke's as int4 and a word's end as int8). The "
+                "step reads query, key and value as one product: keep all three or none."})
     weight_scale: str = field(default="max", metadata={
         "help": "With --weight_bits: each scale spans its row's largest value ('max'), or is learned ('learned', LSQ: "
                 "started at the least-squares clip, the clipped values getting no gradient)."})

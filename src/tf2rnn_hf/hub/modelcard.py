@@ -93,7 +93,15 @@ def render_model_card(config, results: Optional[dict] = None, repo_id: str = "tf
         results_markdown=markdown, training_data=training_data(corpus, init_from, eval_corpus), max_tokens=max_tokens,
         built_in_corpus=corpus in BUILT_IN_CORPORA, corpus=_shown(corpus),
         extra_markdown=(extra_markdown or "").strip(), weight_bits=weight_bits,
-        weight_keep=list(weight_keep), weight_group=weight_group)
+        weight_keep=_kept(weight_keep), weight_group=weight_group)
+
+
+def _kept(weight_keep: Sequence[str]) -> str:
+    """`--weight_keep`'s names as the card's weights line reads them: a name's last part in every layer, a module by
+    its name ("each layer's down", "`cell.layers.2`"); "" for none."""
+    every = [k for k in weight_keep if "." not in k]
+    return "; ".join(([f"each layer's {', '.join(every)}"] if every else []) +
+                     [f"`{k}`" for k in weight_keep if "." in k])
 
 
 def _training_arg(path: Union[str, Path], group: str, name: str, default=None):

@@ -58,7 +58,8 @@ class _TOVAParams(ctypes.Structure):
             "w_up", "s_up", "r_up", "b_up", "w_down", "s_down", "r_down", "b_down",
             "norm1_w", "norm1_b", "norm2_w", "norm2_b", "sink_key", "sink_value", "sink_output",
             "w_o", "s_o", "r_o", "b_o", "w4_qkv", "w4_out", "w4_up", "w4_down", "w4_o",
-            "g_qkv", "g_out", "g_up", "g_down", "g_o")]
+            "g_qkv", "g_out", "g_up", "g_down", "g_o")] + [
+        (name, ctypes.c_uint32) for name in ("l4_qkv", "l4_out", "l4_up", "l4_down")]
 
 
 def find_compiler() -> Optional[str]:
@@ -161,26 +162,36 @@ def int4_codes(weight: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tenso
     return quantize_rows4(weight) if lib is not None and lib.tf2rnn_int4_products() else None
 
 
-def _stacked_product(pairs: List[Tuple[torch.Tensor, torch.Tensor]]) -> Tuple[dict, str]:
-    """One product's (weight, bias) in every layer as the kernel's [L, ...] arrays: w (int8), s, r, b, or, where every
-    layer's weight is on a 4-bit grid (`int4_codes`), w4 (packed) in place of w, and where some layer's has a scale per
-    128 columns, g (those scales; a layer with one a row repeats it) beside s (each row's largest, unread); and how
-    they are read: "int8", "int4" or "int4/128"."""
+def _stacked_product(pairs: List[Tuple[torch.Tensor, torch.Tensor]]) -> Tuple[dict, str, Tuple[int, ...]]:
+    """One product's (weight, bias) in every layer as the kernel's [L, ...] arrays: w (int8), s, r, b, or, where a
+    layer's weight is on a 4-bit grid (`int4_codes`), w4 (packed) read in that layer in place of w, and where some
+    layer's has a scale per 128 columns, g (those scales; a layer with one a row repeats it) beside s (each row's
+    largest, unread); how they are read ("int8", "int4" or "int4/128"), and the layers that read w4. Where only some
+    layers are on the grid (a student trained with `--weight_keep cell.layers.N`), w holds every layer (the int4
+    layers' rows unread) and each layer's s and r are those of the form it reads."""
     codes = [int4_codes(w) for w, _ in pairs]
-    if not all(c is not None for c in codes):
+    int4_layers = tuple(k for k, c in enumerate(codes) if c is not None)
+    if not int4_layers:
         parts = [quantize_rows(w) + (_fp32(b),) for w, b in pairs]
-        return {prefix: torch.stack(column).contiguous() for prefix, column in zip("wsrb", zip(*parts))}, "int8"
-    grouped = any(c[1].dim() == 2 for c in codes)
-    arrays = {"w4": torch.stack([pack_int4(c[0]) for c in codes]).contiguous(),
-              "r": torch.stack([c[2] for c in codes]).contiguous(),
+        return {prefix: torch.stack(column).contiguous() for prefix, column in zip("wsrb", zip(*parts))}, "int8", ()
+    int8 = {k: quantize_rows(w) for k, (w, _) in enumerate(pairs) if codes[k] is None}
+    grouped = any(c is not None and c[1].dim() == 2 for c in codes)
+    rows, cols = pairs[0][0].shape
+    arrays = {"w4": torch.stack([pack_int4(c[0]) if c is not None else torch.zeros(rows, cols // 2, dtype=torch.uint8)
+                                 for c in codes]).contiguous(),
+              "r": torch.stack([(c or int8[k])[2] for k, c in enumerate(codes)]).contiguous(),
               "b": torch.stack([_fp32(b) for _, b in pairs]).contiguous()}
+    scales = [(c or int8[k])[1] for k, c in enumerate(codes)]
     if grouped:
-        blocks = [c[1] if c[1].dim() == 2 else c[1][:, None].expand(-1, c[0].shape[1] // 128) for c in codes]
+        blocks = [s if s.dim() == 2 else s[:, None].expand(-1, cols // 128) for s in scales]
         arrays["g"] = torch.stack(blocks).contiguous()
-        arrays["s"] = arrays["g"].amax(-1).contiguous()
+        arrays["s"] = torch.stack([s.amax(-1) if s.dim() == 2 else s for s in scales]).contiguous()
     else:
-        arrays["s"] = torch.stack([c[1] for c in codes]).contiguous()
-    return arrays, "int4/128" if grouped else "int4"
+        arrays["s"] = torch.stack(scales).contiguous()
+    if int8:
+        arrays["w"] = torch.stack([int8[k][0] if k in int8 else torch.zeros_like(c[0])
+                                   for k, c in enumerate(codes)]).contiguous()
+    return arrays, "int4/128" if grouped else "int4", int4_layers
 
 
 def _fp32(t: torch.Tensor) -> torch.Tensor:
@@ -299,9 +310,9 @@ class Int8TOVAStep(_FusedStep):
         no bidirectional pooling; with open tokens, `tf2rnn_tova_open_step`)."""
         config = model.config
         return (config.cell_type == "tova_attention" and config.readout_hidden_size is None
-                and not config.bidirectional_pooling)
+                and not config.bidirectional_pooling and config.num_hidden_layers <= 32)
 
-    covers = "tova_attention students with a linear readout and no bidirectional pooling"
+    covers = "tova_attention students of up to 32 layers with a linear readout and no bidirectional pooling"
 
     def __init__(self, model: TF2RNNModel):
         super().__init__(model)
@@ -321,10 +332,11 @@ class Int8TOVAStep(_FusedStep):
             "down": [(a.down.weight, a.down.bias) for a in layers],
         }
         read = {}  # each product's weights as the step reads them: int8, int4, or int4 with a scale per 128 columns
+        self.int4_layers = {}  # the layers reading each product as int4 (all but those --weight_keep named)
         for name, pairs in stack.items():
-            arrays, read[name] = _stacked_product(pairs)
+            arrays, read[name], self.int4_layers[name] = _stacked_product(pairs)
             tensors.update({f"{prefix}_{name}": t for prefix, t in arrays.items()})
-        arrays, read["o"] = _stacked_product([(model.readout.weight, model.readout.bias)])
+        arrays, read["o"], _ = _stacked_product([(model.readout.weight, model.readout.bias)])
         tensors.update({f"{prefix}_o": t[0] for prefix, t in arrays.items()})  # one [O, H] matrix
         self.int4 = tuple(name for name, kind in read.items() if kind != "int8")  # of qkv, out, up, down, o
         self.int4_groups = tuple(name for name, kind in read.items() if kind == "int4/128")  # those scaled per 128
@@ -339,7 +351,8 @@ class Int8TOVAStep(_FusedStep):
             residual=int(self.residual), eps=config.layer_norm_eps,
             weighted=int(cell.pooling_exponent is not None),
             pool_exp=cell.pooling_exponent.item() if cell.pooling_exponent is not None else 0.0,
-            **{name: t.data_ptr() for name, t in tensors.items()})
+            **{name: t.data_ptr() for name, t in tensors.items()},
+            **{f"l4_{name}": sum(1 << k for k in layers) for name, layers in self.int4_layers.items()})
         self._params_ref = ctypes.byref(self._params)
         # Open tokens commit a block of rows every `open` steps (tf2rnn_tova_open_step), a causal step one row.
         self._native, self._first = (self.lib.tf2rnn_tova_open_step, (self.open,)) if self.open > 1 else \
