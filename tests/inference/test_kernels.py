@@ -253,6 +253,9 @@ def test_int4_weights_take_the_int4_products_and_keep_the_arithmetic(hidden, ope
     assert step.int4_groups == (products if int4 and group else ())
     on_grid = tuple(grid_layers if grid_layers is not None else range(2)) if int4 else ()
     assert step.int4_layers == {name: on_grid for name in ("qkv", "out", "up", "down")}
+    for name in ("qkv", "out", "up", "down"):  # each layer's weights held once, in the form it reads
+        held = [len(step._keep[f"{form}_{name}"]) if f"{form}_{name}" in step._keep else 0 for form in ("w", "w4")]
+        assert held == [2 - len(on_grid), len(on_grid)]
     assert Int8TOVAStep(_tova(128, False)).int4 == ()
     _follows_the_int8_arithmetic_and_the_fp32_model(model, step, open_tokens)
 

@@ -163,34 +163,30 @@ def int4_codes(weight: torch.Tensor) -> Optional[Tuple[torch.Tensor, torch.Tenso
 
 
 def _stacked_product(pairs: List[Tuple[torch.Tensor, torch.Tensor]]) -> Tuple[dict, str, Tuple[int, ...]]:
-    """One product's (weight, bias) in every layer as the kernel's [L, ...] arrays: w (int8), s, r, b, or, where a
-    layer's weight is on a 4-bit grid (`int4_codes`), w4 (packed) read in that layer in place of w, and where some
-    layer's has a scale per 128 columns, g (those scales; a layer with one a row repeats it) beside s (each row's
-    largest, unread); how they are read ("int8", "int4" or "int4/128"), and the layers that read w4. Where only some
-    layers are on the grid (a student trained with `--weight_keep cell.layers.N`), w holds every layer (the int4
-    layers' rows unread) and each layer's s and r are those of the form it reads."""
+    """One product's (weight, bias) in every layer as the kernel's arrays: s, r, b [L, ...], the int8 weights w of
+    the layers that read them, and, of the layers whose weight is on a 4-bit grid (`int4_codes`), the packed w4 in
+    their place and, where some has a scale per 128 columns, g (those scales; one with one a row repeats it) beside
+    s (each row's largest, unread); how they are read ("int8", "int4" or "int4/128"), and the layers that read w4.
+    Each layer's s and r are those of the form it reads: a student trained with some layers kept off the grid
+    (`--weight_keep cell.layers.N`) reads those as int8 and the rest as int4."""
     codes = [int4_codes(w) for w, _ in pairs]
     int4_layers = tuple(k for k, c in enumerate(codes) if c is not None)
+    forms = [c or quantize_rows(w) for c, (w, _) in zip(codes, pairs)]  # (codes, scales, row sums) as read
+    arrays = {"r": torch.stack([f[2] for f in forms]).contiguous(), "b": torch.stack([_fp32(b) for _, b in pairs])}
+    if len(int4_layers) < len(pairs):
+        arrays["w"] = torch.stack([f[0] for f, c in zip(forms, codes) if c is None]).contiguous()
     if not int4_layers:
-        parts = [quantize_rows(w) + (_fp32(b),) for w, b in pairs]
-        return {prefix: torch.stack(column).contiguous() for prefix, column in zip("wsrb", zip(*parts))}, "int8", ()
-    int8 = {k: quantize_rows(w) for k, (w, _) in enumerate(pairs) if codes[k] is None}
-    grouped = any(c is not None and c[1].dim() == 2 for c in codes)
-    rows, cols = pairs[0][0].shape
-    arrays = {"w4": torch.stack([pack_int4(c[0]) if c is not None else torch.zeros(rows, cols // 2, dtype=torch.uint8)
-                                 for c in codes]).contiguous(),
-              "r": torch.stack([(c or int8[k])[2] for k, c in enumerate(codes)]).contiguous(),
-              "b": torch.stack([_fp32(b) for _, b in pairs]).contiguous()}
-    scales = [(c or int8[k])[1] for k, c in enumerate(codes)]
+        arrays["s"] = torch.stack([f[1] for f in forms]).contiguous()
+        return arrays, "int8", ()
+    arrays["w4"] = torch.stack([pack_int4(codes[k][0]) for k in int4_layers]).contiguous()
+    scales = [f[1] for f in forms]
+    grouped = any(s.dim() == 2 for s in scales)
     if grouped:
-        blocks = [s if s.dim() == 2 else s[:, None].expand(-1, cols // 128) for s in scales]
-        arrays["g"] = torch.stack(blocks).contiguous()
-        arrays["s"] = torch.stack([s.amax(-1) if s.dim() == 2 else s for s in scales]).contiguous()
-    else:
-        arrays["s"] = torch.stack(scales).contiguous()
-    if int8:
-        arrays["w"] = torch.stack([int8[k][0] if k in int8 else torch.zeros_like(c[0])
-                                   for k, c in enumerate(codes)]).contiguous()
+        blocks = pairs[0][0].shape[1] // 128
+        arrays["g"] = torch.stack([scales[k] if scales[k].dim() == 2 else scales[k][:, None].expand(-1, blocks)
+                                   for k in int4_layers]).contiguous()
+        scales = [s.amax(-1) if s.dim() == 2 else s for s in scales]
+    arrays["s"] = torch.stack(scales).contiguous()
     return arrays, "int4/128" if grouped else "int4", int4_layers
 
 

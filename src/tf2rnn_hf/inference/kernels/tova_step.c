@@ -38,17 +38,23 @@ typedef struct {
     /* Where not NULL (with w4_), those int4 weights' scales per 128 columns, in place of s_ and r_ (gemv4_groups):
      * [L, rows, cols / 128] each. */
     const float *g_qkv, *g_out, *g_up, *g_down, *g_o;
-    /* Bit l set where layer l reads that product's w4_ (and g_); the other layers read its int8 w_ with their own
-     * s_ and r_. A student trained with some layers kept off the int4 grid (--weight_keep cell.layers.N) reads its
-     * per-keystroke layers as int4 and the rest as int8. */
+    /* Bit l set where layer l reads that product as int4: its weights are the next of w4_'s (and g_'s) layers, else
+     * the next of w_'s. A product of one form in every layer holds the one array ([L, ...]); one whose layers mix
+     * (a student trained with some kept off the int4 grid, --weight_keep cell.layers.N) holds each layer in one of
+     * the two, in layer order. s_, r_ and b_ hold every layer, each in the form it is read. */
     uint32_t l4_qkv, l4_out, l4_up, l4_down;
 } tf2rnn_tova_params;
 
-/* Layer l's int4 weights of a product and their scales per 128 columns (`offset` in weights; each NULL where that
- * layer reads the product as int8, or as int4 with one scale a row): two of gemv_split's arguments. */
+/* How many of the layers below l have their bit set in `mask`: a layer's place in its form's array. */
+static inline int64_t layers_below(uint32_t mask, int l) { return __builtin_popcount(mask & ((1u << l) - 1u)); }
+
 #define TF2RNN_READS4(p, name, l) ((p)->w4_##name && ((p)->l4_##name >> (l) & 1u))
-#define TF2RNN_W4(p, name, l, offset) (TF2RNN_READS4(p, name, l) ? (p)->w4_##name + (offset) / 2 : NULL), \
-    (TF2RNN_READS4(p, name, l) && (p)->g_##name ? (p)->g_##name + (offset) / 128 : NULL)
+/* Layer l's weights of a product of `size` weights a layer: int8, int4, and the int4 weights' scales per 128 columns,
+ * each NULL where that layer does not read it (gemv_split's first three weight arguments). */
+#define TF2RNN_WEIGHTS(p, name, l, size) \
+    (TF2RNN_READS4(p, name, l) ? NULL : (p)->w_##name + layers_below(~(p)->l4_##name, l) * (size)), \
+    (TF2RNN_READS4(p, name, l) ? (p)->w4_##name + layers_below((p)->l4_##name, l) * (size) / 2 : NULL), \
+    (TF2RNN_READS4(p, name, l) && (p)->g_##name ? (p)->g_##name + layers_below((p)->l4_##name, l) * (size) / 128 : NULL)
 
 static void layer_norm(float *x, const float *w, const float *b, int n, float eps) {
     float mean = 0.f, var = 0.f;
@@ -349,15 +355,15 @@ static void finish_layer(const tf2rnn_tova_params *p, int two, int l, int n, flo
     const int64_t HH = (int64_t)H * H, IH = (int64_t)I * H;
     float sc[n];
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(mixed + (int64_t)j * H, H, q + (int64_t)j * H);
-    gemv_split(two, p->w_out + l * HH, TF2RNN_W4(p, out, l, l * HH), p->s_out + l * H, p->r_out + l * H,
+    gemv_split(two, TF2RNN_WEIGHTS(p, out, l, HH), p->s_out + l * H, p->r_out + l * H,
                p->b_out + l * H, q, sc, n, H, H, tmp);
     add_norm(x, tmp, n, H, p->norm1_w + l * H, p->norm1_b + l * H, p->eps);
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-    gemv_split(two, p->w_up + l * IH, TF2RNN_W4(p, up, l, l * IH), p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I,
+    gemv_split(two, TF2RNN_WEIGHTS(p, up, l, IH), p->s_up + (int64_t)l * I, p->r_up + (int64_t)l * I,
                p->b_up + (int64_t)l * I, q, sc, n, I, H, up);
     for (int j = 0; j < n; ++j) gelu(up + (int64_t)j * I, I);  /* per token: its bits do not depend on n */
     for (int j = 0; j < n; ++j) sc[j] = quantize_u8(up + (int64_t)j * I, I, q + (int64_t)j * I);
-    gemv_split(two, p->w_down + l * IH, TF2RNN_W4(p, down, l, l * IH), p->s_down + l * H, p->r_down + l * H,
+    gemv_split(two, TF2RNN_WEIGHTS(p, down, l, IH), p->s_down + l * H, p->r_down + l * H,
                p->b_down + l * H, q, sc, n, H, I, tmp);
     add_norm(x, tmp, n, H, p->norm2_w + l * H, p->norm2_b + l * H, p->eps);
 }
@@ -389,7 +395,7 @@ static void tova_layers(const tf2rnn_tova_params *p, int two, int n, int l0, int
     for (int l = l0; l < l1; ++l) {
         const int64_t HH = (int64_t)H * H;
         for (int j = 0; j < n; ++j) sx[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-        gemv_split(two, p->w_qkv + 3 * l * HH, TF2RNN_W4(p, qkv, l, 3 * l * HH), p->s_qkv + 3 * l * H,
+        gemv_split(two, TF2RNN_WEIGHTS(p, qkv, l, 3 * HH), p->s_qkv + 3 * l * H,
                    p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sx, n, 3 * H, H, qkv);
         for (int j = 0; j < n; ++j) {
             const float *keys = in[j][3 * l], *values = in[j][3 * l + 1], *fill = in[j][3 * l + 2];
@@ -643,7 +649,7 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
         float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
         const int64_t HH = (int64_t)H * H;
         for (int j = 0; j < r; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-        gemv_split(two, p->w_qkv + 3 * l * HH, TF2RNN_W4(p, qkv, l, 3 * l * HH), p->s_qkv + 3 * l * H,
+        gemv_split(two, TF2RNN_WEIGHTS(p, qkv, l, 3 * HH), p->s_qkv + 3 * l * H,
                    p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sc, r, 3 * H, H, qkv);
         int n = 0;
         kp[n] = p->sink_key + (int64_t)l * H; vp[n] = p->sink_value + (int64_t)l * H; slot_of[n++] = -1;
