@@ -640,6 +640,9 @@ def compare(paths, output: Path, quick: bool, onnx: bool = False, idle_gap_s: fl
                                              for name, m in models.items()},
                            # those of them with a scale per 128 columns (--weight_group 128)
                            "int4_groups": {name: list(getattr(getattr(m, "step_kernel", None), "int4_groups", ()))
+                                           for name, m in models.items()},
+                           # the layers that read each product as int4 (all but those --weight_keep kept off the grid)
+                           "int4_layers": {name: getattr(getattr(m, "step_kernel", None), "int4_layers", {})
                                            for name, m in models.items()}}}
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(results, indent=1))
