@@ -55,7 +55,10 @@
 #   INT4_EXTRA: more options for that stage (--weight_scale learned: the int4 scales trained too, session 67;
 #     --weight_keep down: that product left off the int4 grid, read as int8, session 71; --weight_group 128: a scale
 #     per 128 columns of a row, read as int4, session 72; --weight_keep up down: the feed-forward at int8, 0.003 NA@10
-#     under fp32 on a 2,000-step six-layer student for ~10% of the keystroke at 256 tokens, session 73)
+#     under fp32 on a 2,000-step six-layer student for ~10% of the keystroke at 256 tokens, session 73; --weight_keep
+#     cell.layers.2 cell.layers.3 cell.layers.4 cell.layers.5: a --tail_layers 2 student's per-word layers at int8 and
+#     the keystroke's two at int4, 0.005 under fp32 with --weight_group 128 --weight_scale learned at int4's single
+#     keystroke, session 74; not yet run at this budget)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${PY:-.venv/bin/python}

@@ -1257,6 +1257,12 @@ INT4_STAGES = (
     ("1,500 steps: fp32", "fp32-1500-lr1e-4-at6f79798"),
     ("3,000 steps: int4 per 128 columns, learned scales", "int4-3000-lr1e-4-group128-learned-at6f79798"),
     ("1,500 steps: int4 per row, up and down int8", "int4-1500-lr1e-4-keep-up-down-at6f79798"),
+    ("1,500 steps: int4 per row in layers 0-1 (a keystroke's), layers 2-5 int8", "int4-1500-lr1e-4-keep-upper4-at4a7d1ec"),
+    ("1,500 steps: int4 per row in layers 2-5, layers 0-1 int8", "int4-1500-lr1e-4-keep-lower2-at4a7d1ec"),
+    ("1,500 steps: int4 per 128 columns, learned scales, in layers 0-1, layers 2-5 int8",
+     "int4-1500-lr1e-4-group128-learned-keep-upper4-at4a7d1ec"),
+    ("1,500 steps: int4 per 128 columns, learned scales, in layers 0-1 but down, the rest int8",
+     "int4-1500-lr1e-4-group128-learned-keep-upper4-down-atdd84bb1"),
 )
 
 
@@ -1277,11 +1283,12 @@ def int4_stage_table() -> str:
                        "STS-B": s_["sts-b"]["student"]["spearman"],
                        "in training: final cosine": trained["fidelity"]["student"]["final_cosine"],
                        "in training: NA@10": trained["fidelity"]["student"]["neighbour_agreement@10"]}
-    return format_table(rows, "Int4 stages on six layers with K = 2 (student.sh, sessions 70-73, a Zen 3 host): "
+    return format_table(rows, "Int4 stages on six layers with K = 2 (student.sh, sessions 70-74, a Zen 3 host): "
                               "500 steps (or as named) at lr 1e-4 (or as named) from the 2,000-step fp32 student at 32 "
-                              "slots, each alone; --weight_keep leaves products at int8, --weight_scale learned learns "
-                              "the scales, --weight_group 128 gives each 128 columns of a row a scale, --parent_weight "
-                              "moves the targets towards the fp32 student; scored by tf2rnn evaluate at 32 slots"
+                              "slots, each alone; --weight_keep leaves products (or layers) at int8, --weight_scale "
+                              "learned learns the scales, --weight_group 128 gives each 128 columns of a row a scale, "
+                              "--parent_weight moves the targets towards the fp32 student; scored by tf2rnn evaluate at "
+                              "32 slots"
                         ) if rows else ""
 
 

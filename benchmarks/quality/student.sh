@@ -2007,3 +2007,30 @@ P73=outputs/student-$S69_L6
 # -> single keystroke at 64 / 256 tokens: int4 per 128 columns 123x / 317x, up and down int8 118x / 284x, down int8
 # -> 135x / 321x, every product int8 110x / 254x (one run; runs move ~10%); typing mean with idle_commits 160x / 419x,
 # -> 160x / 428x.
+# Session 74 (the same host): int4 only where a keystroke runs. With --tail_layers 2 a keystroke inside a word runs
+# layers 0-1 and the upper four run once per word (or in the typist's gap with idle_commits), so int8 there costs the
+# single keystroke nothing. Since 242c529 the fused step reads a product int4 in the layers on the grid and int8 in
+# the others. 1,500-step stages from $S69_L6 against the fp32 control (0.9427 / 0.658) and up/down at int8 in every
+# layer (0.9400 / 0.655), alone: the upper four kept whole, the lower two kept (where int4's cost lives), and the upper
+# four kept with learned scales per 128 columns below:
+UPPER4=(cell.layers.2 cell.layers.3 cell.layers.4 cell.layers.5)
+AT=4a7d1ec keep_stage int4-1500-lr1e-4-keep-upper4 --weight_bits 4 --weight_keep "${UPPER4[@]}" --max_steps 1500
+AT=4a7d1ec keep_stage int4-1500-lr1e-4-keep-lower2 --weight_bits 4 --weight_keep cell.layers.0 cell.layers.1 \
+  --max_steps 1500
+AT=4a7d1ec keep_stage int4-1500-lr1e-4-group128-learned-keep-upper4 --weight_bits 4 --weight_group 128 \
+  --weight_scale learned --weight_keep "${UPPER4[@]}" --max_steps 1500
+# -> final / NA@10 / STS-B: the upper four at int8 0.9408 / 0.653 / 79.61, the lower two at int8 0.9359 / 0.647 / 79.43
+# -> (every layer int4 per row: 0.9337 / 0.641), so int4's cost spreads over the layers by their count: the upper
+# -> four hold 0.012 of its 0.017 NA@10. With learned scales per 128 columns below, 0.9419 / 0.653 / 79.47: final
+# -> cosine 0.0008 under fp32, NA@10 0.005 under it (up and down int8 in every layer: 0.655).
+# The lower two's down at int8 too (only their attention and up int4), alone:
+AT=dd84bb1 keep_stage int4-1500-lr1e-4-group128-learned-keep-upper4-down --weight_bits 4 --weight_group 128 \
+  --weight_scale learned --weight_keep "${UPPER4[@]}" down --max_steps 1500
+# What the upper four at int8 cost a keystroke, the trained stages in one --quick run, alone:
+[ -f "$OUT/student-speed-v74.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v74.json" \
+  --compare $P73-then-int4-1500-lr1e-4-keep-upper4-at4a7d1ec $P73-then-int4-500-lr1e-4-group128-at21db094 \
+  $P73-then-int4-1500-lr1e-4-keep-up-down-at6f79798 $P73
+# -> single keystroke at 64 / 256 tokens: the upper four int8 137x / 327x, every layer int4 per 128 columns 135x /
+# -> 346x, up and down int8 121x / 325x, every product int8 110x / 318x (v73: 254x; runs at 256 move by more than
+# -> 10%). Typing means with idle_commits: 175x / 456x, 171x / 447x, 153x / 395x, 160x / 417x; without, the upper
+# -> four's word ends (four int8 layers) take its mean to 103x / 283x against int4's 137x / 345x.
