@@ -33,10 +33,10 @@ typedef struct {
     const float *sink_output;                           /* [H] */
     const int8_t *w_o; const float *s_o; const int32_t *r_o; const float *b_o; /* readout [O, H] */
     /* Where not NULL, the same products' weights in int4 (int8.h's gemv4_rows; their s_, r_ and b_ above are the
-     * int4 rows' scales and sums), read instead of the int8 ones: [L, rows, cols / 2] bytes each. */
+     * int4 rows' scales and sums), read instead of the int8 ones: [layers read as int4, rows, cols / 2] bytes each. */
     const uint8_t *w4_qkv, *w4_out, *w4_up, *w4_down, *w4_o;
     /* Where not NULL (with w4_), those int4 weights' scales per 128 columns, in place of s_ and r_ (gemv4_groups):
-     * [L, rows, cols / 128] each. */
+     * [layers read as int4, rows, cols / 128] each. */
     const float *g_qkv, *g_out, *g_up, *g_down, *g_o;
     /* Bit l set where layer l reads that product as int4: its weights are the next of w4_'s (and g_'s) layers, else
      * the next of w_'s. A product of one form in every layer holds the one array ([L, ...]); one whose layers mix
