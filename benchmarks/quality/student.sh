@@ -2023,9 +2023,6 @@ AT=4a7d1ec keep_stage int4-1500-lr1e-4-group128-learned-keep-upper4 --weight_bit
 # -> (every layer int4 per row: 0.9337 / 0.641), so int4's cost spreads over the layers by their count: the upper
 # -> four hold 0.012 of its 0.017 NA@10. With learned scales per 128 columns below, 0.9419 / 0.653 / 79.47: final
 # -> cosine 0.0008 under fp32, NA@10 0.005 under it (up and down int8 in every layer: 0.655).
-# The lower two's down at int8 too (only their attention and up int4), alone:
-AT=dd84bb1 keep_stage int4-1500-lr1e-4-group128-learned-keep-upper4-down --weight_bits 4 --weight_group 128 \
-  --weight_scale learned --weight_keep "${UPPER4[@]}" down --max_steps 1500
 # What the upper four at int8 cost a keystroke, the trained stages in one --quick run, alone:
 [ -f "$OUT/student-speed-v74.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v74.json" \
   --compare $P73-then-int4-1500-lr1e-4-keep-upper4-at4a7d1ec $P73-then-int4-500-lr1e-4-group128-at21db094 \
@@ -2034,3 +2031,17 @@ AT=dd84bb1 keep_stage int4-1500-lr1e-4-group128-learned-keep-upper4-down --weigh
 # -> 346x, up and down int8 121x / 325x, every product int8 110x / 318x (v73: 254x; runs at 256 move by more than
 # -> 10%). Typing means with idle_commits: 175x / 456x, 171x / 447x, 153x / 395x, 160x / 417x; without, the upper
 # -> four's word ends (four int8 layers) take its mean to 103x / 283x against int4's 137x / 345x.
+# The lower two's down at int8 too (only their attention and up int4), alone:
+AT=dd84bb1 keep_stage int4-1500-lr1e-4-group128-learned-keep-upper4-down --weight_bits 4 --weight_group 128 \
+  --weight_scale learned --weight_keep "${UPPER4[@]}" down --max_steps 1500
+# -> 0.9422 / 0.6555 / 79.49: 0.0005 final cosine and 0.003 NA@10 under fp32, as up and down int8 everywhere (0.9400
+# -> / 0.655), at 9.7 MB. The two learned-scale stages' keystroke in a second --quick run, alone (after the first):
+[ -f "$OUT/student-speed-v74b.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v74b.json" \
+  --compare $P73-then-int4-1500-lr1e-4-group128-learned-keep-upper4-down-atdd84bb1 \
+  $P73-then-int4-1500-lr1e-4-group128-learned-keep-upper4-at4a7d1ec $P73-then-int4-500-lr1e-4-group128-at21db094 $P73
+# -> single keystroke at 64 / 256 tokens: down int8 too 132x / 351x, the upper four int8 135x / 356x, int4 per 128
+# -> columns everywhere 132x / 379x, every product int8 119x / 323x; typing means with idle_commits 169x / 429x, 166x /
+# -> 447x, 166x / 481x, 150x / 418x.
+# The learned-scale stage with the upper four at int8 again in another batch order (--seed 1), alone:
+AT=6032343 keep_stage int4-1500-lr1e-4-group128-learned-keep-upper4-seed1 --seed 1 --weight_bits 4 --weight_group 128 \
+  --weight_scale learned --weight_keep "${UPPER4[@]}" --max_steps 1500
