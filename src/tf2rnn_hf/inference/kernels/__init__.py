@@ -302,8 +302,9 @@ class Int8TOVAStep(_FusedStep):
 
     @staticmethod
     def supports(model: TF2RNNModel) -> bool:
-        """Whether the fused step covers this student (a `tova_attention` student with a linear readout and
-        no bidirectional pooling; with open tokens, `tf2rnn_tova_open_step`)."""
+        """Whether the fused step covers this student (a `tova_attention` student of up to 32 layers, as its
+        int4 layer masks hold, with a linear readout and no bidirectional pooling; with open tokens,
+        `tf2rnn_tova_open_step`)."""
         config = model.config
         return (config.cell_type == "tova_attention" and config.readout_hidden_size is None
                 and not config.bidirectional_pooling and config.num_hidden_layers <= 32)
