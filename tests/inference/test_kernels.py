@@ -353,6 +353,10 @@ def test_bad_inputs_are_refused():
     with pytest.raises(IndexError, match="outside the vocabulary"):
         Int8GRUStep(model)(300, model.init_state(1))
     assert quantize_int8(_student(32, True, cell="lstm")).step_kernel is None  # no kernel: PyTorch's int8 path
+    deep = _tova(16, False, num_hidden_layers=33)  # the int4 masks hold one bit a layer in 32
+    with pytest.raises(ValueError, match="up to 32 layers"):
+        Int8TOVAStep(deep)
+    assert quantize_int8(deep).step_kernel is None
 
 
 def test_without_a_compiler_int8_falls_back_to_pytorch(tmp_path, monkeypatch):
