@@ -1261,6 +1261,8 @@ INT4_STAGES = (
     ("1,500 steps: int4 per row in layers 2-5, layers 0-1 int8", "int4-1500-lr1e-4-keep-lower2-at4a7d1ec"),
     ("1,500 steps: int4 per 128 columns, learned scales, in layers 0-1, layers 2-5 int8",
      "int4-1500-lr1e-4-group128-learned-keep-upper4-at4a7d1ec"),
+    ("1,500 steps: int4 per 128 columns, learned scales, in layers 0-1, layers 2-5 int8, seed 1",
+     "int4-1500-lr1e-4-group128-learned-keep-upper4-seed1-at6032343"),
     ("1,500 steps: int4 per 128 columns, learned scales, in layers 0-1 but down, the rest int8",
      "int4-1500-lr1e-4-group128-learned-keep-upper4-down-atdd84bb1"),
 )
