@@ -172,22 +172,19 @@ def _stacked_product(pairs: List[Tuple[torch.Tensor, torch.Tensor]]) -> Tuple[di
     codes = [int4_codes(w) for w, _ in pairs]
     int4_layers = tuple(k for k, c in enumerate(codes) if c is not None)
     forms = [c or quantize_rows(w) for c, (w, _) in zip(codes, pairs)]  # (codes, scales, row sums) as read
-    arrays = {"r": torch.stack([f[2] for f in forms]).contiguous(), "b": torch.stack([_fp32(b) for _, b in pairs])}
-    if len(int4_layers) < len(pairs):
-        arrays["w"] = torch.stack([f[0] for f, c in zip(forms, codes) if c is None]).contiguous()
-    if not int4_layers:
-        arrays["s"] = torch.stack([f[1] for f in forms]).contiguous()
-        return arrays, "int8", ()
-    arrays["w4"] = torch.stack([pack_int4(codes[k][0]) for k in int4_layers]).contiguous()
     scales = [f[1] for f in forms]
-    grouped = any(s.dim() == 2 for s in scales)
-    if grouped:
+    arrays = {"r": torch.stack([f[2] for f in forms]), "b": torch.stack([_fp32(b) for _, b in pairs])}
+    if len(int4_layers) < len(pairs):
+        arrays["w"] = torch.stack([f[0] for f, c in zip(forms, codes) if c is None])
+    if int4_layers:
+        arrays["w4"] = torch.stack([pack_int4(codes[k][0]) for k in int4_layers])
+    if any(s.dim() == 2 for s in scales):  # only int4 layers scale per 128 columns
         blocks = pairs[0][0].shape[1] // 128
         arrays["g"] = torch.stack([scales[k] if scales[k].dim() == 2 else scales[k][:, None].expand(-1, blocks)
-                                   for k in int4_layers]).contiguous()
+                                   for k in int4_layers])
         scales = [s.amax(-1) if s.dim() == 2 else s for s in scales]
-    arrays["s"] = torch.stack(scales).contiguous()
-    return arrays, "int4/128" if grouped else "int4", int4_layers
+    arrays["s"] = torch.stack(scales)
+    return arrays, "int4/128" if "g" in arrays else "int4" if int4_layers else "int8", int4_layers
 
 
 def _fp32(t: torch.Tensor) -> torch.Tensor:
