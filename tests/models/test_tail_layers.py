@@ -6,6 +6,7 @@ import torch.nn.functional as F
 from conftest import tiny_config, tiny_model
 
 from tf2rnn_hf import TF2RNNModel
+from tf2rnn_hf.inference.kernels import Int8TOVAStep
 
 
 def _tail_student(**overrides):
@@ -200,3 +201,77 @@ def test_deferred_states_batch_and_refuse_what_would_drop_the_held_word():
     assert batched.reset().held_tokens == 0
     with pytest.raises(ValueError, match="config.tail_layers"):
         tiny_model("tova_attention").step_deferred(ids[:, 0])
+
+
+def _open_upper_student():
+    return _tail_student(tail_open_tokens=3, num_slots=16)
+
+
+@torch.no_grad()
+def test_open_upper_layers_give_each_step_what_a_pass_over_its_prefix_gives():
+    """`tail_open_tokens`: the full embedding at a step is the pooled output of one pass over the prefix that ends
+    there (the upper layers' newest block open, the lower layers causal), whichever steps a loss reads and under
+    padding; the second embedding pools every earlier word as the upper layers left it at the previous word's end."""
+    model = _open_upper_student()
+    torch.manual_seed(2)
+    ids = torch.randint(2, 50, (2, 11))
+    begins = (torch.rand(2, 11) < 0.5).long()
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0
+    read = torch.zeros_like(mask, dtype=torch.bool)
+    read[:, 1::4] = read[:, -1] = True
+    out = model(ids, attention_mask=mask, use_cache=False, word_starts=begins)
+    sparse = model(ids, attention_mask=mask, use_cache=False, word_starts=begins, output_steps=read)
+    p = model.cell.pooling_exponent
+    for row in range(2):
+        real = mask[row].bool()
+        x, words = ids[row][real], begins[row][real]
+        typed = model.cell.tail_adapter(model(x[None], use_cache=False, output_hidden_states=True).hidden_states[1][0])
+        for s in range(len(x)):
+            alone = model(x[None, :s + 1], use_cache=False, output_hidden_states=True)
+            assert (out.last_hidden_state[row][real][s] - alone.pooler_output[0]).abs().max() < 1e-5, (row, s)
+            start = max(j for j in range(s + 1) if words[j] or j == 0)
+            total = 1 + sum((j + 2) ** p for j in range(start))
+            pooled = (model(x[None, :start], use_cache=False, output_hidden_states=True).hidden_states[-1][0, -1]
+                      if start else model.cell.sink_output) * total
+            for j in range(start, s + 1):
+                pooled, total = pooled + (j + 2) ** p * typed[j], total + (j + 2) ** p
+            expected = F.normalize(model.readout(pooled / total), dim=-1)
+            assert (out.tail_hidden_state[row][real][s] - expected).abs().max() < 1e-5, (row, s)
+    for name in ("last_hidden_state", "tail_hidden_state"):
+        assert (getattr(sparse, name)[read] - getattr(out, name)[read]).abs().max() < 1e-6, name
+
+
+@torch.no_grad()
+def test_open_upper_layers_differ_from_causal_ones_and_leave_the_lower_layers_causal():
+    causal, opened = _tail_student(num_slots=16), _open_upper_student()
+    opened.load_state_dict(causal.state_dict())
+    ids = torch.randint(2, 50, (1, 9))
+    a = causal(ids, use_cache=False, output_hidden_states=True).hidden_states
+    b = opened(ids, use_cache=False, output_hidden_states=True).hidden_states
+    assert torch.equal(a[1], b[1])  # layer 1 of 3 (tail_layers 1) is causal in both
+    assert (a[3] - b[3]).abs().max() > 1e-3  # the top layer reads the open block's later tokens
+
+
+def test_open_upper_layers_refuse_what_is_not_built_yet():
+    model = _open_upper_student()
+    ids = torch.randint(2, 50, (1, 6))
+    with pytest.raises(ValueError, match="use_cache=False"):
+        model(ids)
+    with pytest.raises(ValueError, match="no longer than num_slots"):
+        model(torch.randint(2, 50, (1, 17)), use_cache=False)
+    with pytest.raises(ValueError, match="step of a student whose upper layers keep open tokens"):
+        model.step(ids[:, 0])
+    with pytest.raises(ValueError, match="step of a student whose upper layers keep open tokens"):
+        model.step_deferred(ids[:, 0])  # a keystroke shows the second embedding, which reads the upper layers' block
+    assert not Int8TOVAStep.supports(model) and Int8TOVAStep.supports(_tail_student())
+
+
+@pytest.mark.parametrize("overrides, message", [
+    (dict(tail_open_tokens=0), "tail_open_tokens must be a whole number >= 1"),
+    (dict(tail_layers=None, tail_open_tokens=2), "set tail_layers"),
+    (dict(tail_open_tokens=6, num_slots=5), "must fit the cache"),
+])
+def test_bad_tail_open_tokens_are_refused(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        tiny_config(cell_type="tova_attention", **{"tail_layers": 1, **overrides})

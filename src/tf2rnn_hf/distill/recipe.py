@@ -106,9 +106,13 @@ class ModelArguments:
     tail_layers: Optional[int] = field(default=None, metadata={
         "help": "Causal tova_attention: also train the embedding a keystroke would show if the layers above this many "
                 "read only finished words (TF2RNNConfig.tail_layers; with --init_from, added to the saved student)."})
+    tail_open_tokens: Optional[int] = field(default=None, metadata={
+        "help": "With --tail_layers: keep the newest this many tokens open in the upper layers only, which run at word "
+                "ends (TF2RNNConfig.tail_open_tokens; experimental: no streaming step yet; --num_slots must hold the "
+                "longest text; with --init_from, added to the saved student)."})
     init_from: Optional[str] = field(default=None, metadata={
-        "help": "Continue from a saved student: its cell, width and layers are the saved ones (only --num_slots and "
-                "--tail_layers apply)."})
+        "help": "Continue from a saved student: its cell, width and layers are the saved ones (only --num_slots, "
+                "--tail_layers and --tail_open_tokens apply)."})
 
 
 @dataclass
@@ -307,7 +311,9 @@ def main(argv: Optional[List[str]] = None) -> dict:
     if model_args.init_from:
         # The slot count is the one shape option a saved student can change (the same weights at another budget).
         overrides = {key: value for key, value in (("num_slots", model_args.num_slots),
-                                                   ("tail_layers", model_args.tail_layers)) if value is not None}
+                                                   ("tail_layers", model_args.tail_layers),
+                                                   ("tail_open_tokens", model_args.tail_open_tokens))
+                     if value is not None}
         model = TF2RNNForDistillation.from_pretrained(model_args.init_from, **overrides)
         if training_args.parent_weight:
             parent = TF2RNNForDistillation.from_pretrained(model_args.init_from, **overrides)
@@ -330,7 +336,8 @@ def main(argv: Optional[List[str]] = None) -> dict:
                                                  ("open_tokens", model_args.open_tokens),
                                                  ("num_slots", model_args.num_slots),
                                                  ("pooling_position_exponent", model_args.pooling_position_exponent),
-                                                 ("tail_layers", model_args.tail_layers))
+                                                 ("tail_layers", model_args.tail_layers),
+                                                 ("tail_open_tokens", model_args.tail_open_tokens))
                    if value is not None},
                 state_lift=schedule.uses_transition)
     k = getattr(model.config, "tail_layers", None)

@@ -301,10 +301,11 @@ class Int8TOVAStep(_FusedStep):
     def supports(model: TF2RNNModel) -> bool:
         """Whether the fused step covers this student (a `tova_attention` student of up to 32 layers, as its
         int4 layer masks hold, with a linear readout and no bidirectional pooling; with open tokens,
-        `tf2rnn_tova_open_step`)."""
+        `tf2rnn_tova_open_step`; not yet open tokens in the upper layers only, `tail_open_tokens`)."""
         config = model.config
         return (config.cell_type == "tova_attention" and config.readout_hidden_size is None
-                and not config.bidirectional_pooling and config.num_hidden_layers <= 32)
+                and not config.bidirectional_pooling and config.num_hidden_layers <= 32
+                and getattr(config, "tail_open_tokens", 1) == 1)
 
     covers = "tova_attention students of up to 32 layers with a linear readout and no bidirectional pooling"
 

@@ -710,6 +710,10 @@ class TOVAAttentionCell(TF2RNNCell):
     block-causal mask (what every full block and each row's last block become) plus, for steps in the middle of a
     block, that block's first tokens again, attending to the earlier blocks (`needed` limits those to the steps a
     caller reads). State: the open tokens' inputs [W - 1, H] and their count, after the layers'.
+
+    With `config.tail_open_tokens` W > 1 (a `tail_layers` student) the block is open in the upper layers only:
+    the same parallel form with the lower layers causal, whose outputs feed the recomputed block middles. Only
+    that form is built (`forward` from the empty state without a cache); the step paths refuse such a student.
     """
 
     def __init__(self, config: TF2RNNConfig):
@@ -727,6 +731,7 @@ class TOVAAttentionCell(TF2RNNCell):
         self._tail = 2 if p is None else 3  # state entries after the layers' and the correction's: [total,] count, mean
         self.slots = config.num_slots
         self.open = config.open_tokens
+        self.tail_open = getattr(config, "tail_open_tokens", 1)
         self.num_outputs = config.num_hidden_layers + 1
 
     def init_parameters(self, copy_) -> None:
@@ -777,13 +782,15 @@ class TOVAAttentionCell(TF2RNNCell):
         """Weighted sum of the sink's and the top layer's outputs so far ([B, H]); the zero state has seen none."""
         return torch.where(count > 0, pooled * total, self.sink_output.to(pooled.dtype).expand_as(pooled))
 
-    def tail_pooled(self, top: torch.Tensor, typed: torch.Tensor, valid: torch.Tensor, starts: torch.Tensor
-                    ) -> torch.Tensor:
+    def tail_pooled(self, top: torch.Tensor, typed: torch.Tensor, valid: torch.Tensor, starts: torch.Tensor,
+                    pooled: Optional[torch.Tensor] = None) -> torch.Tensor:
         """[B, T, H]: the pooled output after each step of a chunk read from the empty state (`valid` [B, T]) when
         the tokens of each step's current word, from `starts` [B, T] (the index of the word's first token) to the
         step, pool `typed` [B, T, H] in place of their top-layer outputs `top` (TF2RNNConfig.tail_layers: the
         layer-`tail_layers` outputs through `tail_adapter`). Earlier words pool as in `_pool`; with typed = top,
-        this is `_pool`'s output."""
+        this is `_pool`'s output. With `tail_open_tokens` an earlier word's top-layer output depends on where the
+        upper layers last ran, so they are read from `pooled` [B, T, H], the cell's output at the step before the
+        word (which `needed` must cover)."""
         b, t, h = top.shape
         steps = torch.arange(t, device=top.device)
         weights = (self._pool_weights((1 + steps[None]).to(top.dtype)) * valid.to(top.dtype))[..., None]  # _pool's
@@ -791,8 +798,13 @@ class TOVAAttentionCell(TF2RNNCell):
         done = torch.cat([zero, torch.cumsum(top * weights, 1)], 1)  # done[:, s]: the weighted sum before step s
         tail = torch.cat([zero, torch.cumsum(typed * weights, 1)], 1)
         first = starts[..., None].expand(-1, -1, h)
-        sums = self.sink_output + done.gather(1, first) + tail[:, 1:] - tail.gather(1, first)
-        return sums / (1 + torch.cumsum(weights, 1))
+        totals = 1 + torch.cumsum(weights, 1)
+        if pooled is None:
+            carried = self.sink_output + done.gather(1, first)
+        else:  # the sink and every earlier word, as the upper layers left them at the previous word's end
+            before = (pooled * totals).gather(1, (first - 1).clamp(min=0))
+            carried = torch.where(first > 0, before, self.sink_output.to(top.dtype).expand_as(before))
+        return (carried + tail[:, 1:] - tail.gather(1, first)) / totals
 
     def forward(self, inputs, state, lengths, use_cache=True, needed: Optional[torch.Tensor] = None):
         """See `TF2RNNCell.forward`; `needed` [B, T] (open tokens only): the steps whose outputs the caller reads,
@@ -801,6 +813,12 @@ class TOVAAttentionCell(TF2RNNCell):
         count = state[-2]
         if t == 0:
             return [inputs.new_zeros(b, 0, self.config.hidden_size)] * self.num_outputs, state
+        if self.tail_open > 1:
+            if use_cache or bool(count.any()) or int(lengths.max()) > self.slots:
+                raise ValueError(f"tail_open_tokens {self.tail_open}: this student runs texts in one pass from the "
+                                 f"empty state, without a cache (use_cache=False), each no longer than num_slots "
+                                 f"({self.slots}); its streaming step is not built yet.")
+            return self._forward_open(inputs, state, lengths, use_cache, needed)
         if self.open > 1:
             opened = state[3 * len(self.layers) + 1]  # open tokens before this chunk
             if bool(count.any()) or bool(opened.any()) or int(lengths.max()) > self.slots:
@@ -904,9 +922,11 @@ class TOVAAttentionCell(TF2RNNCell):
         return self._pool(x, valid, state, lengths, outputs, new_state, use_cache)
 
     def _forward_open(self, inputs, state, lengths, use_cache, needed):
-        """The parallel form with open tokens, from the empty state, no row longer than the cache."""
+        """The parallel form with open tokens, from the empty state, no row longer than the cache. With
+        `tail_open_tokens` the block is open above the first `tail_layers` layers only, which run causally."""
         b, t, _ = inputs.shape
-        w, device, dtype = self.open, inputs.device, inputs.dtype
+        w, device, dtype = max(self.open, self.tail_open), inputs.device, inputs.dtype
+        lower = self.config.tail_layers if self.tail_open > 1 else 0
         steps = torch.arange(t, device=device)
         valid = steps[None] < lengths[:, None]  # [B, T]
         block = steps // w
@@ -930,6 +950,13 @@ class TOVAAttentionCell(TF2RNNCell):
         groups[row, column] = group
         real = groups >= 0
         x = self._embed(inputs, 1 + steps[None])
+        outputs, new_state = [], []
+        if lower:  # causal layers: a block middle reads the same outputs there as the whole pass
+            causal = (steps[:, None] >= steps[None])[None] & valid[:, None]
+            for i in range(lower):
+                empty = state[3 * i][:, :0]
+                x = self.layers[i].attend(x, empty, empty, causal, need_weights=False)[0]
+                outputs.append(x)
         x = torch.cat([x, x.gather(1, source[..., None].expand(-1, -1, x.shape[-1]))], 1)
         main = (block[None, :] <= block[:, None])[None] & valid[:, None]  # [B, T, T]: block-causal
         earlier = (block[None, None, :] < (source // w)[..., None]) & valid[:, None]  # [B, E, T]
@@ -939,11 +966,10 @@ class TOVAAttentionCell(TF2RNNCell):
         # row with the most of them, which a loss reading a random share of the block middles leaves far apart.
         places = torch.cat([valid, real], 1).reshape(-1).nonzero()[:, 0]
         x = x.reshape(b * (t + extra), -1).index_select(0, places)
-        outputs, new_state = [], []
         committed = (lengths // w) * w  # [B]: steps that have entered the cache
         kept = (steps[None] < committed[:, None]).to(dtype)
-        for i, layer in enumerate(self.layers):
-            keys = state[3 * i]
+        for i in range(lower, len(self.layers)):
+            layer, keys = self.layers[i], state[3 * i]
             x, k, v, _ = layer.attend(x, keys[:, :0], keys[:, :0], allowed, need_weights=False, places=places)
             outputs.append(_unpack(x, places, b, t + extra)[:, :t])
             if use_cache:
@@ -1022,7 +1048,13 @@ class TOVAAttentionCell(TF2RNNCell):
             new_state.append(torch.where(kept, out_total, state[-3]))
         return outputs, tuple(new_state) + (torch.where(kept, count + w, count), torch.where(kept, mean, pooled))
 
+    def _refuse_tail_open(self) -> None:
+        if self.tail_open > 1:
+            raise ValueError(f"tail_open_tokens {self.tail_open}: the step of a student whose upper layers keep open "
+                             f"tokens is not built yet; run whole texts with forward(use_cache=False).")
+
     def _step_all(self, inputs, state):
+        self._refuse_tail_open()
         if self.open > 1:
             return self._step_open(inputs, state)
         x = self._embed(inputs[:, None], state[-2] + 1)
@@ -1075,6 +1107,7 @@ class TOVAAttentionCell(TF2RNNCell):
         """`tail_layers`: a finished word's held layer-`tail_layers` outputs ([B, P, H], in order) through the upper
         layers and into the pooled mean, token by token as `_step_all` runs them (a causal layer's output for a
         token does not depend on when it is computed)."""
+        self._refuse_tail_open()
         k = self.config.tail_layers
         for j in range(held.shape[1]):
             outputs, entries = self._step_layers(held[:, j:j + 1], state, range(k, len(self.layers)))
@@ -1085,6 +1118,7 @@ class TOVAAttentionCell(TF2RNNCell):
     def held_pooled(self, held: torch.Tensor, state: State) -> torch.Tensor:
         """`tail_layers`: the output [B, H] with the current word's held layer-`tail_layers` outputs ([B, P, H])
         through `tail_adapter` in place of their top-layer outputs (`tail_pooled` at one step)."""
+        self._refuse_tail_open()
         count, pooled = state[-2], state[-1]
         total = self._pooled_total(count, state)
         weights = self._pool_weights(count + 1 + torch.arange(held.shape[1], device=held.device)[None])  # [B, P]

@@ -81,6 +81,12 @@ class TF2RNNConfig(PretrainedConfig):
             the lower layers only and `commit_word` runs a finished word through the upper ones, and the streaming
             encoders use them (a keystroke inside a word shows the second embedding, a word's end the full one).
             `step`, `forward` and bulk encoding still run every layer on every token (the full embedding).
+        tail_open_tokens (`int`, defaults to 1):
+            With `tail_layers`: how many of the newest tokens stay open in the upper layers only (as `open_tokens`
+            does in every layer; the lower layers stay causal). The upper layers run at word ends, off the
+            keystroke, so open tokens there cost a keystroke nothing. Experimental: such a student trains and
+            scores texts in one pass from the empty state (`forward` with `use_cache=False`, no longer than
+            `num_slots`); its streaming step is not built yet, and the step paths refuse it.
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
@@ -140,6 +146,7 @@ class TF2RNNConfig(PretrainedConfig):
         open_tokens: int = 1,
         pooling_position_exponent: Optional[float] = None,
         tail_layers: Optional[int] = None,
+        tail_open_tokens: int = 1,
         residual_token_mean: bool = True,
         dropout: float = 0.0,
         skip_token_ids: Optional[List[int]] = None,
@@ -171,6 +178,7 @@ class TF2RNNConfig(PretrainedConfig):
         self.open_tokens = open_tokens
         self.pooling_position_exponent = pooling_position_exponent
         self.tail_layers = tail_layers
+        self.tail_open_tokens = tail_open_tokens
         self.residual_token_mean = residual_token_mean
         self.dropout = dropout
         self.skip_token_ids = list(skip_token_ids) if skip_token_ids is not None else []
@@ -249,6 +257,13 @@ class TF2RNNConfig(PretrainedConfig):
             if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < self.num_hidden_layers:
                 raise ValueError(f"tail_layers must be a whole number from 1 to num_hidden_layers - 1 "
                                  f"({self.num_hidden_layers - 1}), got {k!r}.")
+        w = self.tail_open_tokens
+        if isinstance(w, bool) or not isinstance(w, int) or w < 1:
+            raise ValueError(f"tail_open_tokens must be a whole number >= 1, got {w!r}.")
+        if w > 1 and self.tail_layers is None:
+            raise ValueError("tail_open_tokens opens the upper layers of a tail_layers student; set tail_layers.")
+        if w > self.num_slots:
+            raise ValueError(f"tail_open_tokens ({w}) must fit the cache: at most num_slots ({self.num_slots}).")
         if self.state_lift and self.cell_type not in ("gru", "lstm"):
             raise ValueError(f"state_lift is available for the gru and lstm cells, not {self.cell_type!r}.")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= float(self.dropout) < 1.0:

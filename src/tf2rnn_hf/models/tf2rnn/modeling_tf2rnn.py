@@ -365,13 +365,24 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         order = torch.argsort((~mask).long() * (1 << 40) + positions, dim=1)
         compact_ids = input_ids.gather(1, order)
         vectors = self.embeddings(compact_ids)
+        starts = None
+        if word_starts is not None and steps:
+            # Each step's word begins at the last word start at or before it (a row's first token begins one).
+            index = torch.arange(steps, device=input_ids.device)[None]
+            begins = (word_starts.gather(1, order) != 0) | (index == 0)
+            starts = torch.cummax(torch.where(begins, index, 0), 1).values
+        tail_open = getattr(self.config, "tail_open_tokens", 1) > 1
         if steps:
             extra = {}
-            if output_steps is not None and self.config.open_tokens > 1:
+            if output_steps is not None and (self.config.open_tokens > 1 or tail_open):
                 # Position t reads the last real step at or before it (see the scatter below).
                 reads = torch.cumsum(mask.long(), 1) - 1
                 wanted = (output_steps.bool() & (reads >= 0)).long()
-                extra["needed"] = torch.zeros_like(reads).scatter_add_(1, reads.clamp(min=0), wanted) > 0
+                needed = torch.zeros_like(reads).scatter_add_(1, reads.clamp(min=0), wanted) > 0
+                if tail_open and starts is not None:  # the second embedding reads the step before each word
+                    previous = (starts - 1).clamp(min=0)
+                    needed = needed | (torch.zeros_like(reads).scatter_add_(1, previous, needed.long()) > 0)
+                extra["needed"] = needed
             outputs, cell_state = self.cell(self.dropout(vectors), state.cell_state, lengths, use_cache=use_cache,
                                             **extra)
         else:
@@ -399,12 +410,10 @@ class TF2RNNModel(TF2RNNPreTrainedModel):
         trajectory = embedding(outputs[-1])
         pooled = trajectory[:, -1] if steps else state.last_embedding
         tail = None
-        if word_starts is not None and steps:
-            # Each step's word begins at the last word start at or before it (a row's first token begins one).
-            begins = (word_starts.gather(1, order) != 0) | (positions[None] == 0)
-            starts = torch.cummax(torch.where(begins, positions[None], 0), 1).values
+        if starts is not None:
             typed = self.cell.tail_adapter(outputs[self.config.tail_layers - 1])
-            tail = embedding(self.cell.tail_pooled(outputs[-2], typed, valid, starts))
+            tail = embedding(self.cell.tail_pooled(outputs[-2], typed, valid, starts,
+                                                   pooled=outputs[-1] if tail_open else None))
 
         new_state = None
         if use_cache:
