@@ -12,11 +12,14 @@ would then run one token through those and up to W through the top K.
     python benchmarks/probes/block_causal.py --output benchmarks/probes/results/block-causal.json
     python benchmarks/probes/block_causal.py --widths 8 --open_layers 6,4,3,2,1 --no_sep \
         --output benchmarks/probes/results/block-causal-layers.json
+    python benchmarks/probes/block_causal.py --word_blocks 1,2,3 --open_layers 6,4 --no_sep \
+        --output benchmarks/probes/results/block-causal-words.json
 """
 
 import argparse
 import json
 from pathlib import Path
+from typing import Optional
 
 import torch
 import torch.nn.functional as F
@@ -24,13 +27,15 @@ import torch.nn.functional as F
 from tf2rnn_hf.data.corpus import OFFLINE, load_texts
 from tf2rnn_hf.data.teacher import Teacher
 from tf2rnn_hf.evaluation import scores
+from tf2rnn_hf.utils import continuation_table
 
 
-def block_mask(n: int, width: int, sep: bool) -> torch.Tensor:
-    """[n, n] bool: position 0 ([CLS]) is its own block, then blocks of `width`; a trailing [SEP] sees all."""
+def block_mask(n: int, width: int, sep: bool, words: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """[n, n] bool: position 0 ([CLS]) is its own block, then blocks of `width` tokens, or of `width` whole words
+    where `words` [n - 1 - sep] gives each token's word index; a trailing [SEP] sees all."""
     block = torch.zeros(n, dtype=torch.long)
     body = n - 1 - int(sep)
-    block[1:1 + body] = 1 + torch.arange(body) // width
+    block[1:1 + body] = 1 + (torch.arange(body) if words is None else words) // width
     if sep:
         block[-1] = int(block.max()) + 1
     mask = block[None, :] <= block[:, None]
@@ -52,9 +57,11 @@ def encode(teacher: Teacher, ids: torch.Tensor, masks) -> torch.Tensor:
 
 
 @torch.inference_mode()
-def embed(teacher: Teacher, seqs, width: int, sep: bool, open_layers: int) -> torch.Tensor:
+def embed(teacher: Teacher, seqs, width: int, sep: bool, open_layers: int, continues: Optional[torch.Tensor] = None
+          ) -> torch.Tensor:
     """Mean-pooled, normalised embeddings of [CLS] + ids (+ [SEP]) under a block-causal mask in the top
-    `open_layers` layers and a causal one below, batched by length."""
+    `open_layers` layers and a causal one below, batched by length; blocks of `width` words where `continues`
+    ([vocab] bool, `continuation_table`) is given."""
     cls, sep_id = teacher.tokenizer.cls_token_id, teacher.tokenizer.sep_token_id
     out = torch.zeros(len(seqs), teacher.dim)
     by_len = {}
@@ -63,8 +70,13 @@ def embed(teacher: Teacher, seqs, width: int, sep: bool, open_layers: int) -> to
     for n, rows in by_len.items():
         ids = torch.tensor([[cls, *seqs[i], *([sep_id] if sep else [])] for i in rows])
         layers = len(teacher.model.encoder.layer)
-        opened, causal = (block_mask(ids.shape[1], w, sep)[None, None].expand(len(rows), 1, -1, -1)
-                          for w in (width, 1))
+        causal = block_mask(ids.shape[1], 1, sep)[None, None].expand(len(rows), 1, -1, -1)
+        if continues is None:
+            opened = block_mask(ids.shape[1], width, sep)[None, None].expand(len(rows), 1, -1, -1)
+        else:  # a word starts at every token that does not continue one (the first token always starts one)
+            body = torch.tensor([seqs[i] for i in rows])
+            words = torch.cumsum((~continues[body]).long(), 1) - 1
+            opened = torch.stack([block_mask(ids.shape[1], width, sep, w) for w in words])[:, None]
         states = encode(teacher, ids, [causal if i < layers - open_layers else opened for i in range(layers)])
         out[rows] = F.normalize(states.mean(1), dim=-1)
     return out
@@ -76,6 +88,8 @@ def main() -> None:
     parser.add_argument("--prefix_texts", type=int, default=200)
     parser.add_argument("--widths", default="1,2,3,4,6,8")
     parser.add_argument("--open_layers", default="6", help="comma-separated: the block open in the top K layers")
+    parser.add_argument("--word_blocks", default=None,
+                        help="comma-separated: blocks of N whole words instead of --widths' tokens")
     parser.add_argument("--no_sep", action="store_true", help="leave out the +[SEP] rows")
     parser.add_argument("--output", type=Path, required=True)
     args = parser.parse_args()
@@ -89,12 +103,14 @@ def main() -> None:
     prefix_ref = teacher.embed_batched([teacher.wrap(p) for p in prefixes])
     rows = {}
     layers = len(teacher.model.encoder.layer)
-    settings = [(int(w), int(k), sep) for w in args.widths.split(",") for k in args.open_layers.split(",")
-                for sep in ((False,) if args.no_sep else (False, True))]
+    continues = continuation_table(teacher.tokenizer) if args.word_blocks else None
+    settings = [(int(w), int(k), sep) for w in (args.word_blocks or args.widths).split(",")
+                for k in args.open_layers.split(",") for sep in ((False,) if args.no_sep else (False, True))]
     for width, top, sep in settings:
-        final = embed(teacher, ids, width, sep, top)
-        every = embed(teacher, prefixes, width, sep, top)
-        name = f"W={width}" + (f" top {top}" if top < layers else "") + (" +[SEP]" if sep else "")
+        final = embed(teacher, ids, width, sep, top, continues)
+        every = embed(teacher, prefixes, width, sep, top, continues)
+        name = (f"{width} words" if continues is not None else f"W={width}") + (f" top {top}" if top < layers else "")
+        name += " +[SEP]" if sep else ""
         rows[name] = {"final_cosine": float((final * reference).sum(-1).mean()),
                       "neighbour_agreement@10": scores.neighbour_agreement(final, reference),
                       "prefix_cosine": float((every * prefix_ref).sum(-1).mean())}
