@@ -14,6 +14,8 @@ would then run one token through those and up to W through the top K.
         --output benchmarks/probes/results/block-causal-layers.json
     python benchmarks/probes/block_causal.py --word_blocks 1,2,3 --open_layers 6,4 --no_sep \
         --output benchmarks/probes/results/block-causal-words.json
+    python benchmarks/probes/block_causal.py --widths 4,6 --open_layers 4 --no_sep \
+        --output benchmarks/probes/results/block-causal-top4.json
 """
 
 import argparse
