@@ -782,7 +782,8 @@ def test_init_from_trains_the_saved_student_at_the_slots_asked_for(tmp_path):
 
 def test_tail_layers_train_the_second_embedding_beside_the_first(tmp_path):
     """--tail_layers through the recipe: fresh or added to a saved student (its adapter starting at the identity),
-    its loss logged beside the free-running one, the adapter trained and saved; not with keystroke trajectories."""
+    its loss logged beside the free-running one, the adapter trained and saved; --tail_open_tokens added the same way;
+    not with keystroke trajectories."""
     from transformers import AutoConfig, AutoTokenizer
 
     from tf2rnn_hf.distill.recipe import main
@@ -815,6 +816,11 @@ def test_tail_layers_train_the_second_embedding_beside_the_first(tmp_path):
     assert (gained.cell.tail_adapter.weight - weight).abs().max() < 1e-3 < (weight - torch.eye(384)).abs().max()
     again = run("again", "--init_from", str(tmp_path / "gained"), "--learning_rate", "1e-7")
     assert (again.cell.tail_adapter.weight - gained.cell.tail_adapter.weight).abs().max() < 1e-4  # kept, not refitted
+    # Open tokens in the upper layers (layer 1 of 2) join a saved student the same way and train through the recipe;
+    # the lower layer stays causal.
+    opened = run("opened", "--init_from", str(tmp_path / "gained"), "--tail_open_tokens", "3", "--num_slots", "64")
+    assert (opened.config.tail_layers, opened.config.tail_open_tokens) == (1, 3)
+    assert not torch.equal(opened.cell.layers[1].up.weight, gained.cell.layers[1].up.weight)
     with pytest.raises(ValueError, match="--tail_layers trains on token trajectories"):
         run("chars", *base, "--tail_layers", "1", "--prefix_unit", "char")
 
