@@ -56,6 +56,18 @@ def deferring(teacher):
     return model.eval(), tokenizer
 
 
+@pytest.fixture(scope="module")
+def open_upper(teacher):
+    """A deferring student whose upper layer keeps 3 tokens open (`tail_open_tokens`): a word's end commits blocks of
+    3 there, inside words and across them; 128 slots, as its parallel form (the expected values) holds no more."""
+    torch.manual_seed(0)
+    model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=2, num_slots=128,
+                                     tail_layers=1, tail_open_tokens=3)
+    with torch.no_grad():
+        model.cell.tail_adapter.weight.add_(torch.randn_like(model.cell.tail_adapter.weight) * 0.05)
+    return model.eval(), tokenizer
+
+
 def deferred_scratch(model, tokenizer, text):
     """What a deferring stream shows for `text`, from scratch: the full embedding where the text after its last
     whitespace has no token, else forward's `tail_hidden_state` at the last token."""
@@ -63,7 +75,7 @@ def deferred_scratch(model, tokenizer, text):
     if ids.shape[1] == 0:
         return torch.zeros(model.config.output_size)
     with torch.no_grad():
-        out = model(ids, word_starts=(~continuation_table(tokenizer)[ids]).long())
+        out = model(ids, use_cache=False, word_starts=(~continuation_table(tokenizer)[ids]).long())
     last = max((i for i, char in enumerate(text) if is_boundary(char)), default=-1)
     if not tokenizer(text[last + 1:], add_special_tokens=False)["input_ids"]:
         return out.pooler_output[0]
@@ -75,7 +87,7 @@ def scratch(model, tokenizer, text):
     if ids.shape[1] == 0:
         return torch.zeros(model.config.output_size)
     with torch.no_grad():
-        return model(ids).pooler_output[0]
+        return model(ids, use_cache=False).pooler_output[0]
 
 
 edit = st.one_of(st.tuples(st.just("type"), st.text(alphabet=ALPHABET, min_size=1, max_size=6)),
@@ -104,12 +116,13 @@ def test_open_token_edit_scripts_equal_scratch(open_block, max_checkpoints, scri
     run_script(*open_block, StreamingEncoder(*open_block, max_checkpoints=max_checkpoints), script)
 
 
+@pytest.mark.parametrize("which", ["deferring", "open_upper"])
 @pytest.mark.parametrize("max_checkpoints", [None, 2])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=st.lists(edit, min_size=1, max_size=12))
 def test_deferring_edit_scripts_show_the_second_embedding_inside_a_word_and_the_full_one_after(
-        deferring, max_checkpoints, script):
-    model, tokenizer = deferring
+        request, which, max_checkpoints, script):
+    model, tokenizer = request.getfixturevalue(which)
     enc = StreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
     run_script(model, tokenizer, enc, script, expect=deferred_scratch)
     assert (enc.full_embedding - scratch(model, tokenizer, enc.text)).abs().max() <= 1e-5
@@ -138,20 +151,23 @@ def held_scratch(model, tokenizer, text):
     `tail_hidden_state` at the last token, that word's tokens through the lower layers only."""
     ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
     with torch.no_grad():
-        return model(ids, word_starts=(~continuation_table(tokenizer)[ids]).long()).tail_hidden_state[0, -1]
+        return model(ids, use_cache=False, word_starts=(~continuation_table(tokenizer)[ids]).long()
+                     ).tail_hidden_state[0, -1]
 
 
 idle_edit = st.one_of(edit, st.just(("idle", None)))
 
 
+@pytest.mark.parametrize("which", ["deferring", "open_upper"])
 @pytest.mark.parametrize("max_checkpoints", [None, 2])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=st.lists(idle_edit, min_size=1, max_size=14))
-def test_idle_commits_show_the_held_word_until_idle_and_the_full_embedding_after(deferring, max_checkpoints, script):
+def test_idle_commits_show_the_held_word_until_idle_and_the_full_embedding_after(request, which, max_checkpoints,
+                                                                                 script):
     """With idle_commits a space leaves its word to idle(): after any edit the stream shows what a deferring stream
     shows, or, where nothing but whitespace (or characters without a token) follows the last word, that word still held;
     after idle() exactly what a deferring stream shows, the full embedding after a word and a space."""
-    model, tokenizer = deferring
+    model, tokenizer = request.getfixturevalue(which)
     enc, text = StreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints, idle_commits=True), ""
     for op, arg in script:
         if op == "idle":
@@ -231,8 +247,16 @@ def batched_edits(model, tokenizer, expect=scratch) -> BatchStreamingEncoder:
     return batch
 
 
-def test_deferring_batched_streams_match_single_streams(deferring):
-    batched_edits(*deferring, expect=deferred_scratch)
+@pytest.mark.parametrize("which", ["deferring", "open_upper"])
+def test_deferring_batched_streams_match_single_streams(request, which):
+    batched_edits(*request.getfixturevalue(which), expect=deferred_scratch)
+
+
+def test_open_upper_layers_stream_deferred_only(open_upper):
+    """A student whose upper layers keep open tokens has no step through every layer: a stream that would run them at
+    every keystroke is refused where it is made, not at its first keystroke."""
+    with pytest.raises(ValueError, match="tail_open_tokens"):
+        StreamingEncoder(*open_upper, defer_words=False)
 
 
 def test_batch_streams_match_single_streams(student):

@@ -253,17 +253,55 @@ def test_open_upper_layers_differ_from_causal_ones_and_leave_the_lower_layers_ca
     assert (a[3] - b[3]).abs().max() > 1e-3  # the top layer reads the open block's later tokens
 
 
-def test_open_upper_layers_refuse_what_is_not_built_yet():
+@pytest.mark.parametrize("slots", [16, 5])  # 5: the caches evict within the text (no parallel form to match)
+@torch.no_grad()
+def test_open_upper_layers_stream_word_by_word_as_the_pass_gives_them(slots):
+    """A stream of a `tail_open_tokens` student (`step_deferred`, `commit_word`): each keystroke shows the second
+    embedding and each word's end the full one that the parallel form gives there, blocks of W committing inside
+    words and across them; states of rows whose open blocks hold different counts stack and step as each alone."""
+    model = _tail_student(tail_open_tokens=3, num_slots=slots).eval()
+    torch.manual_seed(3)
+    ids = torch.randint(2, 50, (1, 14))
+    begins = torch.tensor([[1, 0, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, 1, 0]])  # words of 4, 1, 2, 5 and 2 tokens
+    reference = model(ids[:, :min(14, slots)], use_cache=False, word_starts=begins[:, :min(14, slots)])
+    state, seen = None, []
+    for t in range(14):
+        if begins[0, t] and t:
+            full, state = model.commit_word(state)
+            seen.append(full[0])
+            if t <= slots:
+                assert (full - reference.last_hidden_state[:, t - 1]).abs().max() < 1e-5, t
+        emb, state = model.step_deferred(ids[:, t], state, begins_word=bool(begins[0, t]))
+        if t < slots:
+            assert (emb - reference.tail_hidden_state[:, t]).abs().max() < 1e-5, t
+        assert torch.isfinite(emb).all()
+    if slots < 14:  # past the cache: every layer holds at most `slots` rows, and the stream goes on
+        assert all(float(state.cell_state[3 * i + 2].sum()) <= slots for i in range(3))
+        return
+    full, _ = model.commit_word(state)
+    assert (full - reference.pooler_output).abs().max() < 1e-5
+    # Two rows, their open blocks holding 2 and 1 tokens, then the same tokens in both.
+    rows = [model.commit_word(_deferred(model, ids[:, :n], begins[:, :n])[1])[1] for n in (5, 7)]
+    assert [int(r.cell_state[10]) for r in rows] == [2, 1]  # the open block's count, after 3 layers' entries
+    batched = type(rows[0]).concat(rows)
+    more, more_begins = ids[:, 7:12].expand(2, -1), torch.tensor([1, 0, 1, 1, 0])
+    for t in range(5):
+        batched_emb, batched = model.step_deferred(more[:, t], batched, begins_word=bool(more_begins[t]))
+        for row in range(2):
+            alone = model.step_deferred(more[:1, t], rows[row], begins_word=bool(more_begins[t]))
+            rows[row] = alone[1]
+            assert (batched_emb[row] - alone[0][0]).abs().max() < 1e-5, (t, row)
+
+
+def test_open_upper_layers_refuse_what_they_cannot_run():
     model = _open_upper_student()
     ids = torch.randint(2, 50, (1, 6))
     with pytest.raises(ValueError, match="use_cache=False"):
         model(ids)
     with pytest.raises(ValueError, match="no longer than num_slots"):
         model(torch.randint(2, 50, (1, 17)), use_cache=False)
-    with pytest.raises(ValueError, match="step of a student whose upper layers keep open tokens"):
-        model.step(ids[:, 0])
-    with pytest.raises(ValueError, match="step of a student whose upper layers keep open tokens"):
-        model.step_deferred(ids[:, 0])  # a keystroke shows the second embedding, which reads the upper layers' block
+    with pytest.raises(ValueError, match="steps its upper layers at word ends only"):
+        model.step(ids[:, 0])  # every layer at every token: the open block has no step of its own
     assert not Int8TOVAStep.supports(model) and Int8TOVAStep.supports(_tail_student())
 
 

@@ -712,8 +712,9 @@ class TOVAAttentionCell(TF2RNNCell):
     caller reads). State: the open tokens' inputs [W - 1, H] and their count, after the layers'.
 
     With `config.tail_open_tokens` W > 1 (a `tail_layers` student) the block is open in the upper layers only:
-    the same parallel form with the lower layers causal, whose outputs feed the recomputed block middles. Only
-    that form is built (`forward` from the empty state without a cache); the step paths refuse such a student.
+    the same parallel form with the lower layers causal, whose outputs feed the recomputed block middles (`forward`
+    from the empty state without a cache), and a word's end in `step_upper` (`_step_upper_open`); `step`, which
+    runs the upper layers at every token, refuses such a student.
     """
 
     def __init__(self, config: TF2RNNConfig):
@@ -751,6 +752,8 @@ class TOVAAttentionCell(TF2RNNCell):
         pooling = self.pooling.state_shapes() if self.pooling is not None else []
         total = [(1,)] if self.pooling_exponent is not None else []
         held = [(self.open - 1, h), (1,)] if self.open > 1 else []
+        if self.tail_open > 1:  # the upper layers' open block (`_step_upper_open`)
+            held = [(self.tail_open - 1, h), (1,), (h,)]
         return [(k, h), (k, h), (k,)] * len(self.layers) + held + pooling + total + [(1,), (h,)]
 
     def _pooled_output(self, x: torch.Tensor, valid: torch.Tensor, means: torch.Tensor, state: State
@@ -815,9 +818,9 @@ class TOVAAttentionCell(TF2RNNCell):
             return [inputs.new_zeros(b, 0, self.config.hidden_size)] * self.num_outputs, state
         if self.tail_open > 1:
             if use_cache or bool(count.any()) or int(lengths.max()) > self.slots:
-                raise ValueError(f"tail_open_tokens {self.tail_open}: this student runs texts in one pass from the "
+                raise ValueError(f"tail_open_tokens {self.tail_open}: forward runs texts in one pass from the "
                                  f"empty state, without a cache (use_cache=False), each no longer than num_slots "
-                                 f"({self.slots}); its streaming step is not built yet.")
+                                 f"({self.slots}); streams step it with step_deferred and commit_word.")
             return self._forward_open(inputs, state, lengths, use_cache, needed)
         if self.open > 1:
             opened = state[3 * len(self.layers) + 1]  # open tokens before this chunk
@@ -1020,22 +1023,9 @@ class TOVAAttentionCell(TF2RNNCell):
         commit = before == w - 1  # [B]
         x = self._embed(pending, count + 1 + position[None])
         newest = before.view(-1, 1, 1).expand(-1, 1, x.shape[-1])
-        outputs, new_state = [], []
-        for i, layer in enumerate(self.layers):
-            keys, values, fill = state[3 * i: 3 * i + 3]
-            allowed = torch.cat([fill.bool()[:, None].expand(-1, w, -1), live[:, None].expand(-1, w, -1)], -1)
-            x, k, v, weights = layer.attend(x, keys, values, allowed)
-            outputs.append(x.gather(1, newest)[:, 0])
-            slot_weight = weights[:, :, :, 1:1 + self.slots].mean((1, 2)).masked_fill(fill <= 0, float("inf"))
-            for j in range(w):  # a committing row writes its W tokens in order, each where `_step_all` would
-                used = fill.sum(-1)
-                target = torch.where(used >= self.slots, slot_weight.argmin(-1), used.long().clamp(max=self.slots - 1))
-                chosen = F.one_hot(target, self.slots).bool() & commit[:, None]
-                keys = torch.where(chosen[..., None], k[:, j:j + 1], keys)
-                values = torch.where(chosen[..., None], v[:, j:j + 1], values)
-                fill = torch.where(chosen, torch.ones((), dtype=fill.dtype), fill)
-                slot_weight = slot_weight.masked_fill(chosen, float("inf"))
-            new_state += [keys, values, fill]
+        blocks, new_state = self._block_layers(x, live, commit, state, range(len(self.layers)))
+        outputs = [y.gather(1, newest)[:, 0] for y in blocks]
+        x = blocks[-1]
         weights = self._pool_weights(count + 1 + position[None].to(count.dtype)) * live.to(count.dtype)  # [B, W]
         total = self._pooled_total(count, state)
         out_total = total + weights.sum(1, keepdim=True)
@@ -1048,13 +1038,81 @@ class TOVAAttentionCell(TF2RNNCell):
             new_state.append(torch.where(kept, out_total, state[-3]))
         return outputs, tuple(new_state) + (torch.where(kept, count + w, count), torch.where(kept, mean, pooled))
 
-    def _refuse_tail_open(self) -> None:
-        if self.tail_open > 1:
-            raise ValueError(f"tail_open_tokens {self.tail_open}: the step of a student whose upper layers keep open "
-                             f"tokens is not built yet; run whole texts with forward(use_cache=False).")
+    def _block_layers(self, x: torch.Tensor, live: torch.Tensor, commit: torch.Tensor, state: State, layers: range
+                      ) -> Tuple[List[torch.Tensor], list]:
+        """An open block x [B, W, H] (its `live` [B, W] positions real) through `layers` (consecutive indices), each
+        position attending to the cache and to the block both ways; a row with `commit` [B] writes the block into each
+        layer's cache, its W tokens in order (TOVA evicts, as in `_step_all`, the slots the block's queries weigh
+        least). Returns each layer's outputs [B, W, H] and its new keys, values and fill, in order."""
+        w = x.shape[1]
+        outputs, new_state = [], []
+        for i in layers:
+            keys, values, fill = state[3 * i: 3 * i + 3]
+            allowed = torch.cat([fill.bool()[:, None].expand(-1, w, -1), live[:, None].expand(-1, w, -1)], -1)
+            x, k, v, weights = self.layers[i].attend(x, keys, values, allowed)
+            outputs.append(x)
+            slot_weight = weights[:, :, :, 1:1 + self.slots].mean((1, 2)).masked_fill(fill <= 0, float("inf"))
+            for j in range(w):  # a committing row writes its W tokens in order, each where `_step_all` would
+                used = fill.sum(-1)
+                target = torch.where(used >= self.slots, slot_weight.argmin(-1), used.long().clamp(max=self.slots - 1))
+                chosen = F.one_hot(target, self.slots).bool() & commit[:, None]
+                keys = torch.where(chosen[..., None], k[:, j:j + 1], keys)
+                values = torch.where(chosen[..., None], v[:, j:j + 1], values)
+                fill = torch.where(chosen, torch.ones((), dtype=fill.dtype), fill)
+                slot_weight = slot_weight.masked_fill(chosen, float("inf"))
+            new_state += [keys, values, fill]
+        return outputs, new_state
+
+    def _step_upper_open(self, held: torch.Tensor, state: State) -> State:
+        """`step_upper` with `tail_open_tokens` W: the word's tokens join the upper layers' open block, each block of
+        W that fills runs through the upper layers and enters their caches, and the block left open runs through them
+        once more for the output (the pooled mean of the committed tokens' outputs and the open block's current ones,
+        what the parallel form gives at the word's last step). State after the layers': the open block's
+        layer-`tail_layers` outputs [W - 1, H], their count, and the weighted sum of their top-layer outputs [H]
+        (which the mean holds until the block commits)."""
+        w, k, layers = self.tail_open, self.config.tail_layers, len(self.layers)
+        b, h, device = held.shape[0], held.shape[-1], held.device
+        block, opened, open_sum = state[3 * layers: 3 * layers + 3]
+        count, pooled = state[-2], state[-1]
+        position = torch.arange(w, device=device)
+        committed = count - opened  # tokens in the upper layers' caches (a multiple of W)
+        before = opened.long()[:, 0]
+        weights = self._pool_weights(committed + 1 + position[None].to(count.dtype))  # [B, W]: the block's weights
+        total = self._pooled_total(count, state)
+        done_total = total - (weights * (position[None] < before[:, None])).sum(1, keepdim=True)
+        done_sum = self._pooled_sum(count, pooled, total) - open_sum
+        entries = list(state[3 * k: 3 * layers])
+        open_sum = torch.zeros_like(open_sum)
+        for j in range(held.shape[1]):
+            pending = torch.cat([block, block.new_zeros(b, 1, h)], 1)
+            pending = torch.where((position[None] == before[:, None])[..., None], held[:, j:j + 1], pending)
+            live = position[None] <= before[:, None]  # [B, W]
+            commit = before == w - 1  # [B]
+            if bool(commit.any()) or j == held.shape[1] - 1:  # else nothing reads the upper layers yet
+                upper = (None,) * (3 * k) + tuple(entries)
+                outputs, new_entries = self._block_layers(pending, live, commit, upper, range(k, layers))
+                block_sum = (outputs[-1] * (weights * live.to(weights.dtype))[..., None]).sum(1)
+                entries = new_entries
+                kept = commit[:, None]
+                done_sum = torch.where(kept, done_sum + block_sum, done_sum)
+                done_total = torch.where(kept, done_total + weights.sum(1, keepdim=True), done_total)
+                open_sum = torch.where(kept, torch.zeros_like(block_sum), block_sum)
+                committed = torch.where(kept, committed + w, committed)
+                weights = self._pool_weights(committed + 1 + position[None].to(count.dtype))
+            block = torch.where(commit[:, None, None], torch.zeros_like(block), pending[:, :w - 1])
+            before = torch.where(commit, torch.zeros_like(before), before + 1)
+        opened = before[:, None].to(count.dtype)
+        open_total = (weights * (position[None] < before[:, None])).sum(1, keepdim=True)
+        mean = (done_sum + open_sum) / (done_total + open_total)
+        tail = [done_total + open_total] if self.pooling_exponent is not None else []
+        return (tuple(state[:3 * k]) + tuple(entries) + (block, opened, open_sum) + tuple(tail)
+                + (committed + opened, mean))
 
     def _step_all(self, inputs, state):
-        self._refuse_tail_open()
+        if self.tail_open > 1:
+            raise ValueError(f"tail_open_tokens {self.tail_open}: a student whose upper layers keep open tokens "
+                             f"steps its upper layers at word ends only: step_deferred and commit_word (the streaming "
+                             f"encoders' default), or forward(use_cache=False) over whole texts.")
         if self.open > 1:
             return self._step_open(inputs, state)
         x = self._embed(inputs[:, None], state[-2] + 1)
@@ -1106,8 +1164,9 @@ class TOVAAttentionCell(TF2RNNCell):
     def step_upper(self, held: torch.Tensor, state: State) -> State:
         """`tail_layers`: a finished word's held layer-`tail_layers` outputs ([B, P, H], in order) through the upper
         layers and into the pooled mean, token by token as `_step_all` runs them (a causal layer's output for a
-        token does not depend on when it is computed)."""
-        self._refuse_tail_open()
+        token does not depend on when it is computed). With `tail_open_tokens`, `_step_upper_open`."""
+        if self.tail_open > 1:
+            return self._step_upper_open(held, state)
         k = self.config.tail_layers
         for j in range(held.shape[1]):
             outputs, entries = self._step_layers(held[:, j:j + 1], state, range(k, len(self.layers)))
@@ -1117,8 +1176,8 @@ class TOVAAttentionCell(TF2RNNCell):
 
     def held_pooled(self, held: torch.Tensor, state: State) -> torch.Tensor:
         """`tail_layers`: the output [B, H] with the current word's held layer-`tail_layers` outputs ([B, P, H])
-        through `tail_adapter` in place of their top-layer outputs (`tail_pooled` at one step)."""
-        self._refuse_tail_open()
+        through `tail_adapter` in place of their top-layer outputs (`tail_pooled` at one step). With
+        `tail_open_tokens` the state's mean already holds the upper layers' open block as the last word left it."""
         count, pooled = state[-2], state[-1]
         total = self._pooled_total(count, state)
         weights = self._pool_weights(count + 1 + torch.arange(held.shape[1], device=held.device)[None])  # [B, P]

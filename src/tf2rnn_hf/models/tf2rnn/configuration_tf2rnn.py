@@ -84,9 +84,10 @@ class TF2RNNConfig(PretrainedConfig):
         tail_open_tokens (`int`, defaults to 1):
             With `tail_layers`: how many of the newest tokens stay open in the upper layers only (as `open_tokens`
             does in every layer; the lower layers stay causal). The upper layers run at word ends, off the
-            keystroke, so open tokens there cost a keystroke nothing. Experimental: such a student trains and
-            scores texts in one pass from the empty state (`forward` with `use_cache=False`, no longer than
-            `num_slots`); its streaming step is not built yet, and the step paths refuse it.
+            keystroke, so open tokens there cost a keystroke nothing. Experimental: `forward` runs such a student
+            over whole texts from the empty state (`use_cache=False`, no longer than `num_slots`), and streams step
+            it with `step_deferred` and `commit_word` only (in PyTorch: the fused kernels do not read it yet);
+            `step`, which would run the upper layers at every token, refuses it.
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
