@@ -2047,3 +2047,28 @@ AT=6032343 keep_stage int4-1500-lr1e-4-group128-learned-keep-upper4-seed1 --seed
   --weight_scale learned --weight_keep "${UPPER4[@]}" --max_steps 1500
 # -> 0.9420 / 0.6542 / 79.49 (seed 42: 0.9419 / 0.6530): 0.004-0.005 NA@10 under fp32 in both orders, where every
 # -> layer at int4 with the same scales lost 0.008-0.010.
+# Sessions 75-76 (the same host): open tokens in the upper layers only. The six-layer K = 2 candidate runs layers
+# 2-5 once per word, at its end or in the typist's gap, so a block of W tokens kept open there (they attend to each
+# other both ways and to the cache, as --open_tokens does in every layer) costs a keystroke nothing. The teacher
+# with its top four layers open and the lower two causal, untrained, on the held-out sample (NA@10): causal 0.436,
+# W = 4 0.508, 6 0.548, 8 0.577; blocks of whole words 1 / 2 / 3 words 0.450 / 0.479 / 0.501 (token blocks win):
+[ -f benchmarks/probes/results/block-causal-top4.json ] || $PY benchmarks/probes/block_causal.py --widths 4,6 \
+  --open_layers 4 --no_sep --output benchmarks/probes/results/block-causal-top4.json
+[ -f benchmarks/probes/results/block-causal-words.json ] || $PY benchmarks/probes/block_causal.py --word_blocks 1,2,3 \
+  --open_layers 6,4 --no_sep --output benchmarks/probes/results/block-causal-words.json
+# Trained (--tail_open_tokens W, 03f88b9: the parallel form), $S69_L6's recipe at 128 slots (the parallel form runs
+# texts no longer than the cache), each alone after the one before, against its control at 128 slots:
+S75_L6=tova-l6-tail2-steps2000-train128-fp32-lr3e-4-grouped-posweight-final4-at6daf21d
+SLOTS=128 distill_row $S75_L6 --num_hidden_layers 6 --tail_layers 2 "${S2K[@]}"
+open_upper() {  # W COMMIT: $S75_L6 with the newest W tokens open in layers 2-5, scored and probed
+  local name=tova-l6-tail2-open$1-steps2000-train128-fp32-lr3e-4-grouped-posweight-final4-at$2
+  SLOTS=128 distill_row "$name" --num_hidden_layers 6 --tail_layers 2 --tail_open_tokens "$1" "${S2K[@]}"
+  scored "$name"
+  [ -f "benchmarks/probes/results/deferred-depth-s75-l6-tail2-open$1.json" ] || $PY benchmarks/probes/deferred_depth.py \
+    "outputs/student-$name" --tail_layers --output "benchmarks/probes/results/deferred-depth-s75-l6-tail2-open$1.json"
+}
+scored $S75_L6
+[ -f benchmarks/probes/results/deferred-depth-s75-l6-tail2-control.json ] || $PY benchmarks/probes/deferred_depth.py \
+  "outputs/student-$S75_L6" --tail_layers --output benchmarks/probes/results/deferred-depth-s75-l6-tail2-control.json
+open_upper 4 03f88b9
+open_upper 6 8683133
