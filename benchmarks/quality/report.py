@@ -1322,6 +1322,15 @@ PER_WORD = (
     ("six layers trained with K = 2 from the start, 2,000 steps", "student-tova-l6-tail2-steps2000-sentences-train32-"
      "fp32-lr3e-4-grouped-posweight-final4-ata72805a", "deferred-depth-s65-l6-tail2", "words being typed through 2 "
      "layers, trained"),
+    ("the same by session 69's recipe, 128 slots (sessions 75-76)", "student-tova-l6-tail2-steps2000-train128-fp32-"
+     "lr3e-4-grouped-posweight-final4-at6daf21d", "deferred-depth-s75-l6-tail2-control", "words being typed through 2 "
+     "layers, trained"),
+    ("the same, 4 tokens open in the upper layers (--tail_open_tokens 4)", "student-tova-l6-tail2-open4-steps2000-"
+     "train128-fp32-lr3e-4-grouped-posweight-final4-at03f88b9", "deferred-depth-s75-l6-tail2-open4", "words being "
+     "typed through 2 layers, trained"),
+    ("the same, 6 tokens open in the upper layers (--tail_open_tokens 6)", "student-tova-l6-tail2-open6-steps2000-"
+     "train128-fp32-lr3e-4-grouped-posweight-final4-at8683133", "deferred-depth-s75-l6-tail2-open6", "words being "
+     "typed through 2 layers, trained"),
 )
 
 
@@ -1346,8 +1355,8 @@ def per_word_table() -> str:
                         "inside a word: all-prefix cosine": inside["prefix_cosine"],
                         "inside a word: NA@10": inside["neighbour_agreement@10"]})
         rows[label] = row
-    return format_table(rows, "Depth paid per word (student.sh, session 65, a Zen 3 host): causal layers at 32 slots, "
-                              "make distill's 12,000 texts, fp32; the full embedding scored as session 61's rows, the "
+    return format_table(rows, "Depth paid per word (student.sh, sessions 65 and 75-76, a Zen 3 host): causal layers "
+                              "at 32 slots (128 where named), make distill's 12,000 texts, fp32; the full embedding scored as session 61's rows, the "
                               "one shown inside a word (the layers above K waiting for its end: --tail_layers) by "
                               "benchmarks/probes/deferred_depth.py on the same held-out texts at every token prefix; "
                               "two whole layers show their only embedding") if rows else ""
