@@ -116,13 +116,12 @@ def test_open_token_edit_scripts_equal_scratch(open_block, max_checkpoints, scri
     run_script(*open_block, StreamingEncoder(*open_block, max_checkpoints=max_checkpoints), script)
 
 
-@pytest.mark.parametrize("which", ["deferring", "open_upper"])
 @pytest.mark.parametrize("max_checkpoints", [None, 2])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=st.lists(edit, min_size=1, max_size=12))
 def test_deferring_edit_scripts_show_the_second_embedding_inside_a_word_and_the_full_one_after(
-        request, which, max_checkpoints, script):
-    model, tokenizer = request.getfixturevalue(which)
+        deferring, max_checkpoints, script):
+    model, tokenizer = deferring
     enc = StreamingEncoder(model, tokenizer, max_checkpoints=max_checkpoints)
     run_script(model, tokenizer, enc, script, expect=deferred_scratch)
     assert (enc.full_embedding - scratch(model, tokenizer, enc.text)).abs().max() <= 1e-5
@@ -158,8 +157,9 @@ def held_scratch(model, tokenizer, text):
 idle_edit = st.one_of(edit, st.just(("idle", None)))
 
 
-@pytest.mark.parametrize("which", ["deferring", "open_upper"])
-@pytest.mark.parametrize("max_checkpoints", [None, 2])
+# The open-upper student once (its stream runs in PyTorch, ~30 s here): these scripts also commit eagerly, at spaces
+# inside one `type` call, and re-encode past the two kept checkpoints.
+@pytest.mark.parametrize("which, max_checkpoints", [("deferring", None), ("deferring", 2), ("open_upper", 2)])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(script=st.lists(idle_edit, min_size=1, max_size=14))
 def test_idle_commits_show_the_held_word_until_idle_and_the_full_embedding_after(request, which, max_checkpoints,
