@@ -293,11 +293,35 @@ def test_open_upper_layers_stream_word_by_word_as_the_pass_gives_them(slots):
             assert (batched_emb[row] - alone[0][0]).abs().max() < 1e-5, (t, row)
 
 
+@torch.no_grad()
+def test_open_upper_layers_forward_state_is_the_stream_state_at_a_word_end():
+    """`forward`'s state of a `tail_open_tokens` student is what a stream holds after committing the same tokens at a
+    word's end (open blocks of 0, 1 and 2 tokens; a padded row), and streams go on from it as from their own."""
+    model = _open_upper_student().eval()
+    torch.manual_seed(4)
+    begins = torch.tensor([[1, 0, 0, 0, 1, 1, 1, 0, 0, 1, 0, 0]] * 2)  # words end before steps 4, 5, 6 and 9
+    ids = torch.randint(2, 50, (2, 12))
+    for n in (4, 5, 6, 9):
+        mask = torch.ones(2, n, dtype=torch.long)
+        mask[1, :2] = 0
+        state = model(ids[:, :n], attention_mask=mask, use_cache=True).past_state
+        for row, first in ((0, 0), (1, 2)):
+            words = begins[row:row + 1, first:].clone()
+            words[0, 0] = 1
+            _, streamed = _deferred(model, ids[row:row + 1, first:n], words)
+            _, streamed = model.commit_word(streamed)
+            ours = state.index_select([row])
+            for i, (a, b) in enumerate(zip(ours.cell_state, streamed.cell_state)):
+                assert (a - b).abs().max() < 1e-5, (n, row, i)
+            rest = _deferred(model, ids[row:row + 1, n:], begins[:1, n:], ours)[0]
+            assert (rest - _deferred(model, ids[row:row + 1, n:], begins[:1, n:], streamed)[0]).abs().max() < 1e-5
+
+
 def test_open_upper_layers_refuse_what_they_cannot_run():
     model = _open_upper_student()
     ids = torch.randint(2, 50, (1, 6))
-    with pytest.raises(ValueError, match="use_cache=False"):
-        model(ids)
+    with pytest.raises(ValueError, match="from the empty state"):
+        model(ids, past_state=model(ids).past_state)
     with pytest.raises(ValueError, match="no longer than num_slots"):
         model(torch.randint(2, 50, (1, 17)), use_cache=False)
     with pytest.raises(ValueError, match="steps its upper layers at word ends only"):

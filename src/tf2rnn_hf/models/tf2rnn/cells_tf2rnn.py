@@ -713,8 +713,8 @@ class TOVAAttentionCell(TF2RNNCell):
 
     With `config.tail_open_tokens` W > 1 (a `tail_layers` student) the block is open in the upper layers only:
     the same parallel form with the lower layers causal, whose outputs feed the recomputed block middles (`forward`
-    from the empty state without a cache), and a word's end in `step_upper` (`_step_upper_open`); `step`, which
-    runs the upper layers at every token, refuses such a student.
+    from the empty state; its state is a stream's after the text ends a word), and a word's end in `step_upper`
+    (`_step_upper_open`); `step`, which runs the upper layers at every token, refuses such a student.
     """
 
     def __init__(self, config: TF2RNNConfig):
@@ -817,10 +817,10 @@ class TOVAAttentionCell(TF2RNNCell):
         if t == 0:
             return [inputs.new_zeros(b, 0, self.config.hidden_size)] * self.num_outputs, state
         if self.tail_open > 1:
-            if use_cache or bool(count.any()) or int(lengths.max()) > self.slots:
+            if bool(count.any()) or int(lengths.max()) > self.slots:
                 raise ValueError(f"tail_open_tokens {self.tail_open}: forward runs texts in one pass from the "
-                                 f"empty state, without a cache (use_cache=False), each no longer than num_slots "
-                                 f"({self.slots}); streams step it with step_deferred and commit_word.")
+                                 f"empty state, each no longer than num_slots ({self.slots}); streams go on from its "
+                                 f"state with step_deferred and commit_word.")
             return self._forward_open(inputs, state, lengths, use_cache, needed)
         if self.open > 1:
             opened = state[3 * len(self.layers) + 1]  # open tokens before this chunk
@@ -956,10 +956,15 @@ class TOVAAttentionCell(TF2RNNCell):
         outputs, new_state = [], []
         if lower:  # causal layers: a block middle reads the same outputs there as the whole pass
             causal = (steps[:, None] >= steps[None])[None] & valid[:, None]
+            rows = valid.to(dtype)[..., None]
             for i in range(lower):
                 empty = state[3 * i][:, :0]
-                x = self.layers[i].attend(x, empty, empty, causal, need_weights=False)[0]
+                x, k, v, _ = self.layers[i].attend(x, empty, empty, causal, need_weights=False)
                 outputs.append(x)
+                if use_cache:  # every real token in order (no row is longer than the cache)
+                    pad = (0, 0, 0, self.slots - t)
+                    new_state += [F.pad(k * rows, pad), F.pad(v * rows, pad), F.pad(rows[..., 0], pad[2:])]
+        typed = x  # layer-K outputs (with `tail_open_tokens`, what the state holds of the open block)
         x = torch.cat([x, x.gather(1, source[..., None].expand(-1, -1, x.shape[-1]))], 1)
         main = (block[None, :] <= block[:, None])[None] & valid[:, None]  # [B, T, T]: block-causal
         earlier = (block[None, None, :] < (source // w)[..., None]) & valid[:, None]  # [B, E, T]
@@ -999,6 +1004,15 @@ class TOVAAttentionCell(TF2RNNCell):
         if not use_cache:
             return outputs, None
         held = committed[:, None] + torch.arange(w - 1, device=device)[None]  # [B, W - 1]: the open steps
+        if lower:  # `_step_upper_open`'s state, as after committing the whole text as one word
+            block = typed.gather(1, held.clamp(max=t - 1)[..., None].expand(-1, -1, typed.shape[-1]))
+            block = block * (held < lengths[:, None])[..., None].to(dtype)
+            last = _gather_steps(open_sum, lengths, torch.zeros_like(state[-1]))  # the last block's outputs
+            open_sum = torch.where((lengths % w != 0)[:, None], last, torch.zeros_like(last))  # 0: it committed
+            new_state += [block, (lengths - committed)[:, None].to(dtype), open_sum]
+            if self.pooling_exponent is not None:
+                new_state.append(_gather_steps(totals[..., None], lengths, torch.zeros_like(state[-2])))
+            return outputs, tuple(new_state) + (lengths[:, None].to(dtype), _gather_steps(means, lengths, state[-1]))
         open_inputs = inputs.gather(1, held.clamp(max=t - 1)[..., None].expand(-1, -1, inputs.shape[-1]))
         open_inputs = open_inputs * (held < lengths[:, None])[..., None].to(dtype)
         new_state += [open_inputs, (lengths - committed)[:, None].to(dtype)]

@@ -85,9 +85,9 @@ class TF2RNNConfig(PretrainedConfig):
             With `tail_layers`: how many of the newest tokens stay open in the upper layers only (as `open_tokens`
             does in every layer; the lower layers stay causal). The upper layers run at word ends, off the
             keystroke, so open tokens there cost a keystroke nothing. Experimental: `forward` runs such a student
-            over whole texts from the empty state (`use_cache=False`, no longer than `num_slots`), and streams step
-            it with `step_deferred` and `commit_word` only (in PyTorch: the fused kernels do not read it yet);
-            `step`, which would run the upper layers at every token, refuses it.
+            over whole texts from the empty state (no longer than `num_slots`; its state is a stream's after the
+            text ends a word), and streams step it with `step_deferred` and `commit_word` only (in PyTorch: the
+            fused kernels do not read it yet); `step`, which would run the upper layers at every token, refuses it.
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
