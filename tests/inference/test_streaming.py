@@ -252,11 +252,13 @@ def test_deferring_batched_streams_match_single_streams(request, which):
     batched_edits(*request.getfixturevalue(which), expect=deferred_scratch)
 
 
-def test_open_upper_layers_stream_deferred_only(open_upper):
-    """A student whose upper layers keep open tokens has no step through every layer: a stream that would run them at
-    every keystroke is refused where it is made, not at its first keystroke."""
-    with pytest.raises(ValueError, match="tail_open_tokens"):
-        StreamingEncoder(*open_upper, defer_words=False)
+def test_open_upper_streams_can_run_every_layer_at_every_keystroke(open_upper):
+    """`defer_words=False` steps a `tail_open_tokens` student through every layer at every keystroke, each token a
+    word of its own: the full embedding of the text so far, as a pass gives it."""
+    enc = StreamingEncoder(*open_upper, defer_words=False)
+    for text in ("search as you ty", "pe fast"):
+        enc.type(text)
+    assert (enc.embedding - scratch(*open_upper, "search as you type fast")).abs().max() <= 1e-5
 
 
 def test_batch_streams_match_single_streams(student):

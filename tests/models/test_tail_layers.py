@@ -253,31 +253,26 @@ def test_open_upper_layers_differ_from_causal_ones_and_leave_the_lower_layers_ca
     assert (a[3] - b[3]).abs().max() > 1e-3  # the top layer reads the open block's later tokens
 
 
-@pytest.mark.parametrize("slots", [16, 5])  # 5: the caches evict within the text (no parallel form to match)
+@pytest.mark.parametrize("slots", [16, 5])  # 5: the caches evict within the text (forward steps)
 @torch.no_grad()
 def test_open_upper_layers_stream_word_by_word_as_the_pass_gives_them(slots):
     """A stream of a `tail_open_tokens` student (`step_deferred`, `commit_word`): each keystroke shows the second
-    embedding and each word's end the full one that the parallel form gives there, blocks of W committing inside
-    words and across them; states of rows whose open blocks hold different counts stack and step as each alone."""
+    embedding and each word's end the full one that `forward` gives there, blocks of W committing inside words and
+    across them; states of rows whose open blocks hold different counts stack and step as each alone."""
     model = _tail_student(tail_open_tokens=3, num_slots=slots).eval()
     torch.manual_seed(3)
     ids = torch.randint(2, 50, (1, 14))
     begins = torch.tensor([[1, 0, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, 1, 0]])  # words of 4, 1, 2, 5 and 2 tokens
-    reference = model(ids[:, :min(14, slots)], use_cache=False, word_starts=begins[:, :min(14, slots)])
-    state, seen = None, []
+    reference = model(ids, use_cache=False, word_starts=begins)
+    state = None
     for t in range(14):
         if begins[0, t] and t:
             full, state = model.commit_word(state)
-            seen.append(full[0])
-            if t <= slots:
-                assert (full - reference.last_hidden_state[:, t - 1]).abs().max() < 1e-5, t
+            assert (full - reference.last_hidden_state[:, t - 1]).abs().max() < 1e-5, t
         emb, state = model.step_deferred(ids[:, t], state, begins_word=bool(begins[0, t]))
-        if t < slots:
-            assert (emb - reference.tail_hidden_state[:, t]).abs().max() < 1e-5, t
-        assert torch.isfinite(emb).all()
-    if slots < 14:  # past the cache: every layer holds at most `slots` rows, and the stream goes on
+        assert (emb - reference.tail_hidden_state[:, t]).abs().max() < 1e-5, t
+    if slots < 14:  # past the cache every layer holds at most `slots` rows
         assert all(float(state.cell_state[3 * i + 2].sum()) <= slots for i in range(3))
-        return
     full, _ = model.commit_word(state)
     assert (full - reference.pooler_output).abs().max() < 1e-5
     # Two rows, their open blocks holding 2 and 1 tokens, then the same tokens in both.
@@ -317,15 +312,32 @@ def test_open_upper_layers_forward_state_is_the_stream_state_at_a_word_end():
             assert (rest - _deferred(model, ids[row:row + 1, n:], begins[:1, n:], streamed)[0]).abs().max() < 1e-5
 
 
-def test_open_upper_layers_refuse_what_they_cannot_run():
+@torch.no_grad()
+def test_open_upper_layers_step_and_forward_past_the_cache_as_streams_commit_words():
+    """`step` runs each token as a word of its own, so it equals the pass at every step; `forward` goes on from a
+    state and past `num_slots` by stepping so; and a text's embedding after a word does not depend on where its
+    words end, evictions included (blocks of W commit as they fill)."""
     model = _open_upper_student()
-    ids = torch.randint(2, 50, (1, 6))
-    with pytest.raises(ValueError, match="from the empty state"):
-        model(ids, past_state=model(ids).past_state)
-    with pytest.raises(ValueError, match="no longer than num_slots"):
-        model(torch.randint(2, 50, (1, 17)), use_cache=False)
-    with pytest.raises(ValueError, match="steps its upper layers at word ends only"):
-        model.step(ids[:, 0])  # every layer at every token: the open block has no step of its own
+    torch.manual_seed(5)
+    ids = torch.randint(2, 50, (1, 14))
+    whole = model(ids, use_cache=False).last_hidden_state[0]
+    state, stepped = None, []
+    for t in range(14):
+        emb, state = model.step(ids[:, t], state)
+        stepped.append(emb[0])
+    assert (torch.stack(stepped) - whole).abs().max() < 1e-5
+    head = model(ids[:, :6])
+    assert (model(ids[:, 6:], past_state=head.past_state).last_hidden_state[0] - whole[6:]).abs().max() < 1e-5
+    small = _tail_student(tail_open_tokens=3, num_slots=5)
+    begins = torch.tensor([[1, 0, 0, 0, 1, 1, 0, 1, 0, 0, 0, 0, 1, 0]])
+    every = small(ids, use_cache=False).last_hidden_state[0]  # 14 tokens, 5 slots: stepped, evicting
+    state = None
+    for t in range(14):
+        if begins[0, t] and t:
+            full, state = small.commit_word(state)
+            assert (full[0] - every[t - 1]).abs().max() < 1e-5, t
+        state = small.step_deferred(ids[:, t], state, begins_word=bool(begins[0, t]))[1]
+    assert (small.commit_word(state)[0][0] - every[-1]).abs().max() < 1e-5
     assert not Int8TOVAStep.supports(model) and Int8TOVAStep.supports(_tail_student())
 
 

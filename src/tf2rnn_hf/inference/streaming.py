@@ -360,9 +360,6 @@ class BatchStreamingEncoder:
         if defer_words and not can_defer:
             raise ValueError("defer_words steps a student trained with tail_layers (its upper layers at word ends); "
                              "this one has none.")
-        if defer_words is False and getattr(model.config, "tail_open_tokens", 1) > 1:
-            raise ValueError(f"This student's upper layers keep {model.config.tail_open_tokens} tokens open "
-                             "(tail_open_tokens): they run at word ends only, so its streams defer words.")
         # The tokens that continue a word: any other begins one, which ends the word before it.
         self._continues = continuation_table(tokenizer).tolist() if can_defer and defer_words is not False else None
         if idle_commits and self._continues is None:

@@ -714,7 +714,9 @@ class TOVAAttentionCell(TF2RNNCell):
     With `config.tail_open_tokens` W > 1 (a `tail_layers` student) the block is open in the upper layers only:
     the same parallel form with the lower layers causal, whose outputs feed the recomputed block middles (`forward`
     from the empty state; its state is a stream's after the text ends a word), and a word's end in `step_upper`
-    (`_step_upper_open`); `step`, which runs the upper layers at every token, refuses such a student.
+    (`_step_upper_open`). `step` runs each token as a word of its own, and `forward` steps so from a non-empty state
+    or past `num_slots` (evictions, which the parallel form does not hold). A text's embedding after its last word
+    does not depend on where its words end: blocks of W commit as they fill, whichever word fills them.
     """
 
     def __init__(self, config: TF2RNNConfig):
@@ -817,10 +819,8 @@ class TOVAAttentionCell(TF2RNNCell):
         if t == 0:
             return [inputs.new_zeros(b, 0, self.config.hidden_size)] * self.num_outputs, state
         if self.tail_open > 1:
-            if bool(count.any()) or int(lengths.max()) > self.slots:
-                raise ValueError(f"tail_open_tokens {self.tail_open}: forward runs texts in one pass from the "
-                                 f"empty state, each no longer than num_slots ({self.slots}); streams go on from its "
-                                 f"state with step_deferred and commit_word.")
+            if bool(count.any()) or int(lengths.max()) > self.slots:  # the parallel form holds no evictions
+                return self._forward_stepwise(self._step_all, inputs, state, lengths)
             return self._forward_open(inputs, state, lengths, use_cache, needed)
         if self.open > 1:
             opened = state[3 * len(self.layers) + 1]  # open tokens before this chunk
@@ -1077,13 +1077,14 @@ class TOVAAttentionCell(TF2RNNCell):
             new_state += [keys, values, fill]
         return outputs, new_state
 
-    def _step_upper_open(self, held: torch.Tensor, state: State) -> State:
+    def _step_upper_open(self, held: torch.Tensor, state: State) -> Tuple[State, List[torch.Tensor]]:
         """`step_upper` with `tail_open_tokens` W: the word's tokens join the upper layers' open block, each block of
         W that fills runs through the upper layers and enters their caches, and the block left open runs through them
         once more for the output (the pooled mean of the committed tokens' outputs and the open block's current ones,
         what the parallel form gives at the word's last step). State after the layers': the open block's
         layer-`tail_layers` outputs [W - 1, H], their count, and the weighted sum of their top-layer outputs [H]
-        (which the mean holds until the block commits)."""
+        (which the mean holds until the block commits). Returns the state and each upper layer's output [B, H] at the
+        word's last token."""
         w, k, layers = self.tail_open, self.config.tail_layers, len(self.layers)
         b, h, device = held.shape[0], held.shape[-1], held.device
         block, opened, open_sum = state[3 * layers: 3 * layers + 3]
@@ -1105,6 +1106,8 @@ class TOVAAttentionCell(TF2RNNCell):
             if bool(commit.any()) or j == held.shape[1] - 1:  # else nothing reads the upper layers yet
                 upper = (None,) * (3 * k) + tuple(entries)
                 outputs, new_entries = self._block_layers(pending, live, commit, upper, range(k, layers))
+                newest = before.view(-1, 1, 1).expand(-1, 1, h)
+                newest = [y.gather(1, newest)[:, 0] for y in outputs]
                 block_sum = (outputs[-1] * (weights * live.to(weights.dtype))[..., None]).sum(1)
                 entries = new_entries
                 kept = commit[:, None]
@@ -1120,13 +1123,15 @@ class TOVAAttentionCell(TF2RNNCell):
         mean = (done_sum + open_sum) / (done_total + open_total)
         tail = [done_total + open_total] if self.pooling_exponent is not None else []
         return (tuple(state[:3 * k]) + tuple(entries) + (block, opened, open_sum) + tuple(tail)
-                + (committed + opened, mean))
+                + (committed + opened, mean)), newest
 
     def _step_all(self, inputs, state):
-        if self.tail_open > 1:
-            raise ValueError(f"tail_open_tokens {self.tail_open}: a student whose upper layers keep open tokens "
-                             f"steps its upper layers at word ends only: step_deferred and commit_word (the streaming "
-                             f"encoders' default), or forward(use_cache=False) over whole texts.")
+        if self.tail_open > 1:  # each token a word of its own: the full embedding after every token
+            k = self.config.tail_layers
+            x = self._embed(inputs[:, None], state[-2] + 1)
+            lower, entries = self._step_layers(x, state, range(k))
+            state, upper = self._step_upper_open(lower[-1][:, None], tuple(entries) + tuple(state[3 * k:]))
+            return lower + upper + [state[-1]], state
         if self.open > 1:
             return self._step_open(inputs, state)
         x = self._embed(inputs[:, None], state[-2] + 1)
@@ -1180,7 +1185,7 @@ class TOVAAttentionCell(TF2RNNCell):
         layers and into the pooled mean, token by token as `_step_all` runs them (a causal layer's output for a
         token does not depend on when it is computed). With `tail_open_tokens`, `_step_upper_open`."""
         if self.tail_open > 1:
-            return self._step_upper_open(held, state)
+            return self._step_upper_open(held, state)[0]
         k = self.config.tail_layers
         for j in range(held.shape[1]):
             outputs, entries = self._step_layers(held[:, j:j + 1], state, range(k, len(self.layers)))

@@ -84,10 +84,11 @@ class TF2RNNConfig(PretrainedConfig):
         tail_open_tokens (`int`, defaults to 1):
             With `tail_layers`: how many of the newest tokens stay open in the upper layers only (as `open_tokens`
             does in every layer; the lower layers stay causal). The upper layers run at word ends, off the
-            keystroke, so open tokens there cost a keystroke nothing. Experimental: `forward` runs such a student
-            over whole texts from the empty state (no longer than `num_slots`; its state is a stream's after the
-            text ends a word), and streams step it with `step_deferred` and `commit_word` only (in PyTorch: the
-            fused kernels do not read it yet); `step`, which would run the upper layers at every token, refuses it.
+            keystroke, so open tokens there cost a keystroke nothing. A text's embedding after a word does not
+            depend on where its words end (blocks commit as they fill), so `step` and `forward` run each token as a
+            word of its own; `forward` runs texts from the empty state in one parallel pass (no longer than
+            `num_slots`; else, and from a past state, step by step). Experimental: streams run in PyTorch, as the
+            fused kernels do not read it yet.
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
