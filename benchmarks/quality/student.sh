@@ -2070,5 +2070,9 @@ open_upper() {  # W COMMIT: $S75_L6 with the newest W tokens open in layers 2-5,
 scored $S75_L6
 [ -f benchmarks/probes/results/deferred-depth-s75-l6-tail2-control.json ] || $PY benchmarks/probes/deferred_depth.py \
   "outputs/student-$S75_L6" --tail_layers --output benchmarks/probes/results/deferred-depth-s75-l6-tail2-control.json
+# -> 0.9436 / 0.658 / STS-B 79.74, passages 0.863 / 0.678; in training 0.9504 / 0.7129 (1,793 s); inside a word 0.8996
+# -> / 0.566.
 open_upper 4 03f88b9
+# -> 0.9577 / 0.692 / STS-B 80.27, passages 0.871 / 0.671; in training 0.9623 / 0.7457 (2,692 s: 1.5x); inside a word
+# -> 0.9099 / 0.587. Eight open tokens ran at 4-5x the control's time (stopped after 100 of 2,000 steps); six:
 open_upper 6 8683133
