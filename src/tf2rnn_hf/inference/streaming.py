@@ -690,11 +690,11 @@ class BatchStreamingEncoder:
         stream's live cache in its fused kernel."""
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
         if self._continues is not None:
-            if streams and self._live and hasattr(kernel, "step_deferred_live"):
+            if streams and self._live and getattr(kernel, "live", False):
                 return [self._step_deferred_live(s, state, token, kernel)
                         for s, state, token in zip(streams, states, ids)]
             return [self._step_deferred(state, token, kernel) for state, token in zip(states, ids)]
-        if streams and self._live and hasattr(kernel, "step_live"):
+        if streams and self._live and getattr(kernel, "live", False):
             # Several streams too: gathering their caches (0.4 MB each at 128 slots) into one batched call and
             # splitting them back cost more than each stream's fused step in place (benchmarks/probes/
             # batched_streams.py). A causal student's streams step in one native call, each on its own cache.
@@ -726,7 +726,7 @@ class BatchStreamingEncoder:
     def _commit(self, s: _Stream, state: Checkpoint) -> Checkpoint:
         """The word `state` holds through the upper layers: on the stream's live cache where it has one."""
         kernel = getattr(self.model, "step_kernel", None)
-        if self._live and hasattr(kernel, "commit_live"):
+        if self._live and getattr(kernel, "live", False):
             return self._commit_live(s, state, kernel)
         with torch.inference_mode():
             return self.model.commit_word(_full(state))[1]

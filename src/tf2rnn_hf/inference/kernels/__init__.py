@@ -51,7 +51,7 @@ class _Params(ctypes.Structure):
 
 class _TOVAParams(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int32) for name in ("H", "L", "heads", "S", "P", "I", "O", "residual",
-                                                    "weighted")] + [
+                                                    "weighted", "upper_open")] + [
         ("eps", ctypes.c_float), ("pool_exp", ctypes.c_float)] + [(name, ctypes.c_void_p) for name in (
             "table", "position", "emb_bias", "emb_norm_w", "emb_norm_b",
             "w_qkv", "s_qkv", "r_qkv", "b_qkv", "w_out", "s_out", "r_out", "b_out",
@@ -111,6 +111,9 @@ def load_library() -> Optional[ctypes.CDLL]:
     lib.tf2rnn_tova_step_deferred.restype = None
     lib.tf2rnn_tova_step_deferred.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int64, ctypes.c_int32,
                                               ctypes.c_int32] + [ctypes.c_void_p] * 15
+    lib.tf2rnn_tova_commit_open.restype = None
+    lib.tf2rnn_tova_commit_open.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32, ctypes.c_int32] + [
+        ctypes.c_void_p] * 6
     lib.tf2rnn_tova_commit.restype = None
     lib.tf2rnn_tova_commit.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32, ctypes.c_int32] + [
         ctypes.c_void_p] * 9
@@ -301,11 +304,11 @@ class Int8TOVAStep(_FusedStep):
     def supports(model: TF2RNNModel) -> bool:
         """Whether the fused step covers this student (a `tova_attention` student of up to 32 layers, as its
         int4 layer masks hold, with a linear readout and no bidirectional pooling; with open tokens,
-        `tf2rnn_tova_open_step`; not yet open tokens in the upper layers only, `tail_open_tokens`)."""
+        `tf2rnn_tova_open_step`; with open tokens in the upper layers only, `tail_open_tokens`, a word's end is
+        `tf2rnn_tova_commit_open`)."""
         config = model.config
         return (config.cell_type == "tova_attention" and config.readout_hidden_size is None
-                and not config.bidirectional_pooling and config.num_hidden_layers <= 32
-                and getattr(config, "tail_open_tokens", 1) == 1)
+                and not config.bidirectional_pooling and config.num_hidden_layers <= 32)
 
     covers = "tova_attention students of up to 32 layers with a linear readout and no bidirectional pooling"
 
@@ -313,6 +316,10 @@ class Int8TOVAStep(_FusedStep):
         super().__init__(model)
         config, cell = model.config, model.cell
         self.layers, self.open = len(cell.layers), config.open_tokens
+        self.tail_open = getattr(config, "tail_open_tokens", 1)
+        # Streams step in place on a live cache (`step_live`, `step_deferred_live`, `commit_live`); not yet a
+        # `tail_open_tokens` student, whose word ends commit blocks of the open block's (they step whole states).
+        self.live = self.tail_open == 1
         layers = cell.layers
         tensors = {
             "table": _fp32(model.embeddings.weight), "position": _fp32(cell.position_embeddings.weight),
@@ -343,7 +350,7 @@ class Int8TOVAStep(_FusedStep):
         self._params = _TOVAParams(
             H=config.hidden_size, L=self.layers, heads=config.num_attention_heads, S=config.num_slots,
             P=config.max_position_embeddings, I=config.intermediate_size, O=config.output_size,
-            residual=int(self.residual), eps=config.layer_norm_eps,
+            residual=int(self.residual), eps=config.layer_norm_eps, upper_open=self.tail_open,
             weighted=int(cell.pooling_exponent is not None),
             pool_exp=cell.pooling_exponent.item() if cell.pooling_exponent is not None else 0.0,
             **{name: t.data_ptr() for name, t in tensors.items()},
@@ -370,6 +377,8 @@ class Int8TOVAStep(_FusedStep):
     def __call__(self, input_ids, state: TF2RNNState):
         """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
         batch-1 fp32 CPU state, left unchanged."""
+        if self.tail_open > 1:  # each token a word of its own, as `TOVAAttentionCell._step_all` runs it
+            return self.commit_word(self.step_deferred(input_ids, state)[1])
         token_id = self._token(input_ids)
         old = [t if t.is_contiguous() else t.contiguous() for t in state.cell_state]
         new = [torch.empty((1, *shape)) for shape in self._shapes]
@@ -419,6 +428,12 @@ class Int8TOVAStep(_FusedStep):
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         emb = torch.empty(1, self.output_size)
         _follow_torch_threads(self.lib)
+        if self.tail_open > 1:
+            self.lib.tf2rnn_tova_commit_open(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
+                                             self._pointers(*(t.data_ptr() for t in old)),
+                                             self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(),
+                                             state.seen_tokens.data_ptr(), emb.data_ptr())
+            return emb, TF2RNNState(tuple(new), state.token_sum, state.seen_tokens, emb)
         self.lib.tf2rnn_tova_commit(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
                                     self._pointers(*(t.data_ptr() for t in old)),
                                     self._pointers(*(t.data_ptr() for t in new)), None, None, None, tsum.data_ptr(),

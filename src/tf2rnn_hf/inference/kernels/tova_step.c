@@ -21,6 +21,7 @@
 
 typedef struct {
     int32_t H, L, heads, S, P, I, O, residual, weighted;
+    int32_t upper_open;   /* tail_open_tokens W: > 1 puts the upper layers' open block (3 entries) after the layers' */
     float eps, pool_exp;  /* weighted: step n's top-layer output weighs (n + 1) ** pool_exp in the mean */
     const float *table, *position;                  /* [V, H], [P, H] */
     const float *emb_bias, *emb_norm_w, *emb_norm_b; /* [H] */
@@ -44,6 +45,10 @@ typedef struct {
      * the two, in layer order. s_, r_ and b_ hold every layer, each in the form it is read. */
     uint32_t l4_qkv, l4_out, l4_up, l4_down;
 } tf2rnn_tova_params;
+
+/* Index of the state's first entry after the layers' (and, with tail_open_tokens, the upper layers' open block):
+ * [total,] count, pooled. */
+static inline int pool_base(const tf2rnn_tova_params *p) { return 3 * p->L + (p->upper_open > 1 ? 3 : 0); }
 
 /* How many of the layers below l have their bit set in `mask`: a layer's place in its form's array. */
 static inline int64_t layers_below(uint32_t mask, int l) { return __builtin_popcount(mask & ((1u << l) - 1u)); }
@@ -464,20 +469,20 @@ static void tova_pool(const tf2rnn_tova_params *p, int n, const float *x, const 
                       float *const *const *in, float *const *const *out, const float *const *tsum,
                       const int64_t *const *seen, float *const *tsum_out, float *const *emb) {
     const int H = p->H, I = p->I, O = p->O;
-    const int tail = 3 * p->L + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
+    const int base = pool_base(p), tail = base + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
     uint8_t q[I > H ? I : H];
     for (int j = 0; j < n; ++j) {
         /* Running (weighted) mean of the top layer with the sink's output (the zero state has seen nothing; the
          * sink weighs 1). */
         const float count = in[j][tail][0], *pooled = in[j][tail + 1], *xj = x + (int64_t)j * H;
         float *pooled_out = out[j][tail + 1];
-        const float total = count > 0.f ? (p->weighted ? in[j][3 * p->L][0] : count + 1.f) : 1.f;
+        const float total = count > 0.f ? (p->weighted ? in[j][base][0] : count + 1.f) : 1.f;
         const float weight = p->weighted ? powf(count + 2.f, p->pool_exp) : 1.f;
         for (int k = 0; k < H; ++k) {
             float sum = count > 0.f ? pooled[k] * total : p->sink_output[k];
             pooled_out[k] = (sum + weight * xj[k]) / (total + weight);
         }
-        if (p->weighted) out[j][3 * p->L][0] = total + weight;
+        if (p->weighted) out[j][base][0] = total + weight;
         out[j][tail][0] = count + 1.f;
         readout_normalize(p->w_o, p->w4_o, p->g_o, p->s_o, p->r_o, p->b_o, pooled_out, H, O, p->residual,
                           tok == NULL ? NULL : tok[j], tsum[j], seen[j], tsum_out[j], q, emb[j]);
@@ -493,7 +498,7 @@ static void tova_step_chunk(const tf2rnn_tova_params *p, int two, int n, const i
                             float *const *const *in, float *const *const *out, float *const *rows,
                             int32_t *const *slots, float *const *replaced, const float *const *tsum,
                             const int64_t *const *seen, float *const *tsum_out, float *const *emb) {
-    const int H = p->H, tail = 3 * p->L + (p->weighted ? 1 : 0);
+    const int H = p->H, tail = pool_base(p) + (p->weighted ? 1 : 0);
     float x[n * H];
     long pos[n];
     const float *tok[n];
@@ -549,7 +554,7 @@ void tf2rnn_tova_step_deferred(const tf2rnn_tova_params *p, int64_t token, int32
                                const int32_t *ar, const float *ab, float *const *in, float *const *out, float *rows,
                                int32_t *slots, float *replaced, const float *tsum, const int64_t *seen, float *tsum_out,
                                float *emb) {
-    const int H = p->H, I = p->I, S = p->S, L = p->L, tail = 3 * L + (p->weighted ? 1 : 0);
+    const int H = p->H, I = p->I, S = p->S, L = p->L, base = pool_base(p), tail = base + (p->weighted ? 1 : 0);
     float x[H], u[H], y[H];
     uint8_t q[I > H ? I : H];
     const float count = in[tail][0], *pooled = in[tail + 1];
@@ -559,7 +564,12 @@ void tf2rnn_tova_step_deferred(const tf2rnn_tova_params *p, int64_t token, int32
     tova_layers(p, two, 1, 0, K, x, &in, &out, &rows, &slots, &replaced);
     pool_release(two);
     for (int l = K; l < L; ++l) keep_entry(in, out, 3 * l + 2, S);  /* the upper fills; their caches are not read */
-    if (p->weighted) keep_entry(in, out, 3 * L, 1);
+    if (p->upper_open > 1) {  /* the upper layers' open block, its count and output sum */
+        keep_entry(in, out, 3 * L, (p->upper_open - 1) * H);
+        keep_entry(in, out, 3 * L + 1, 1);
+        keep_entry(in, out, 3 * L + 2, H);
+    }
+    if (p->weighted) keep_entry(in, out, base, 1);
     keep_entry(in, out, tail, 1);
     keep_entry(in, out, tail + 1, H);
     if (held_n && held_out != held_in) memcpy(held_out, held_in, sizeof(float) * (size_t)held_n * H);
@@ -576,7 +586,7 @@ void tf2rnn_tova_step_deferred(const tf2rnn_tova_params *p, int64_t token, int32
     for (int k = 0; k < H; ++k) u[k] /= wsum;
     const float su = quantize_u8(u, H, q);
     gemv(aw, NULL, NULL, as, ar, ab, q, su, H, H, y);
-    const float total = count > 0.f ? (p->weighted ? in[3 * L][0] : count + 1.f) : 1.f;
+    const float total = count > 0.f ? (p->weighted ? in[base][0] : count + 1.f) : 1.f;
     for (int k = 0; k < H; ++k) {
         const float sum = count > 0.f ? pooled[k] * total : p->sink_output[k];
         u[k] = (sum + wsum * y[k]) / (total + wsum);
@@ -610,28 +620,97 @@ void tf2rnn_tova_commit(const tf2rnn_tova_params *p, int32_t K, int32_t n, const
     pool_release(two);
 }
 
+/* Layer l of an open block (`TOVAAttentionCell._block_layers`), in place on its r tokens' inputs x [r, H]: each query
+ * attends to [sink, filled slots, the r block tokens] (both ways among them). With `commit` (r is the block's W) the
+ * block enters the cache, each token where `_block_layers` puts it: in order while slots are free, else the slot the
+ * block's queries weigh least, heads and queries averaged. As in tf2rnn_tova_step, `keys_out` may be a new cache, NULL
+ * (only `rows` [r, 2, H] and `slots` [r] are written) or `keys` (in place, each overwritten row first saved to
+ * `replaced` [r, 2, H]); rows, slots and replaced, where not NULL, are written only by a commit. */
+static void block_layer(const tf2rnn_tova_params *p, int two, int l, int r, int commit, float *x, const float *keys,
+                        const float *values, const float *fill, float *keys_out, float *values_out, float *fill_out,
+                        float *rows, int32_t *slots, float *replaced) {
+    const int H = p->H, S = p->S, I = p->I, heads = p->heads, D = H / heads, stride = S + r + 1;
+    const float scale = 1.f / sqrtf((float)D);
+    const int64_t HH = (int64_t)H * H;
+    float qkv[r * 3 * H], mixed[r * H], tmp[r * H], up[r * I], w[r * heads * stride], slot_weight[S], sc[r];
+    const float *kp[S + r + 1], *vp[S + r + 1];
+    int slot_of[S + r + 1];
+    uint8_t q[r * (I > H ? I : H)];
+
+    for (int j = 0; j < r; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
+    gemv_split(two, TF2RNN_WEIGHTS(p, qkv, l, 3 * HH), p->s_qkv + 3 * l * H,
+               p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sc, r, 3 * H, H, qkv);
+    int n = 0;
+    kp[n] = p->sink_key + (int64_t)l * H; vp[n] = p->sink_value + (int64_t)l * H; slot_of[n++] = -1;
+    for (int s = 0; s < S; ++s) {
+        if (!(fill[s] > 0.f)) continue;
+        kp[n] = keys + (int64_t)s * H; vp[n] = values + (int64_t)s * H; slot_of[n++] = s;
+    }
+    const int cached = n;
+    for (int j = 0; j < r; ++j) {
+        kp[n] = qkv + (int64_t)j * 3 * H + H; vp[n] = qkv + (int64_t)j * 3 * H + 2 * H; slot_of[n++] = S + j;
+    }
+    attend_split(two, qkv, kp, vp, r, n, heads, D, scale, w, stride, mixed);
+    finish_layer(p, two, l, r, x, mixed, q, tmp, up);
+    if (keys_out != NULL && keys_out != keys) {
+        memcpy(keys_out, keys, sizeof(float) * (size_t)S * H);
+        memcpy(values_out, values, sizeof(float) * (size_t)S * H);
+    }
+    if (fill_out != fill) memcpy(fill_out, fill, sizeof(float) * (size_t)S);
+    if (!commit) return;
+    for (int s = 0; s < S; ++s) slot_weight[s] = INFINITY;
+    for (int e = 1; e < cached; ++e) {
+        float sw = 0.f;
+        for (int j = 0; j < r; ++j)
+            for (int h = 0; h < heads; ++h) sw += w[((int64_t)j * heads + h) * stride + e];
+        slot_weight[slot_of[e]] = sw / (float)(heads * r);
+    }
+    for (int j = 0; j < r; ++j) {
+        int used = 0, target = 0;
+        for (int s = 0; s < S; ++s) used += fill_out[s] > 0.f;
+        if (used < S) {
+            target = used;
+        } else {
+            float best = INFINITY;
+            for (int s = 0; s < S; ++s)
+                if (slot_weight[s] < best) { best = slot_weight[s]; target = s; }
+        }
+        const float *kj = qkv + (int64_t)j * 3 * H + H, *vj = kj + H;
+        const int64_t at = (int64_t)j * 2 * H;
+        if (keys_out != NULL) {
+            if (replaced != NULL) {
+                memcpy(replaced + at, keys_out + (int64_t)target * H, sizeof(float) * H);
+                memcpy(replaced + at + H, values_out + (int64_t)target * H, sizeof(float) * H);
+            }
+            memcpy(keys_out + (int64_t)target * H, kj, sizeof(float) * H);
+            memcpy(values_out + (int64_t)target * H, vj, sizeof(float) * H);
+        }
+        if (rows != NULL) {
+            memcpy(rows + at, kj, sizeof(float) * H);
+            memcpy(rows + at + H, vj, sizeof(float) * H);
+            slots[j] = target;
+        }
+        fill_out[target] = 1.f;
+        slot_weight[target] = INFINITY;
+    }
+}
+
 /* One step of a student with open tokens (`TOVAAttentionCell._step_open`): the r = open + 1 newest tokens (the
- * held input vectors, then this token's) run through every layer, each query attending to [sink, filled slots,
- * the r open tokens]; when r == W the block enters the cache, each token where `_step_open` puts it (in order
- * while slots are free, else the slot the block's queries weigh least, heads and queries averaged). State: the
- * layers' 3L arrays, held [W - 1, H], open count [1], then as above ([total,] count, pooled). As with
- * tf2rnn_tova_step, `out`'s keys and values may be a new cache, NULL (only `rows` [L, W, 2, H] and `slots` [L, W]
- * are written) or `in`'s (in place, the overwritten rows first saved to `replaced` [L, W, 2, H]); rows, slots and
- * replaced are written only by a step that commits its block.
+ * held input vectors, then this token's) run through every layer (block_layer); when r == W the block enters the
+ * cache. State: the layers' 3L arrays, held [W - 1, H], open count [1], then as above ([total,] count, pooled). As
+ * with tf2rnn_tova_step, `out`'s keys and values may be a new cache, NULL (only `rows` [L, W, 2, H] and `slots`
+ * [L, W] are written) or `in`'s (in place, the overwritten rows first saved to `replaced` [L, W, 2, H]); rows, slots
+ * and replaced are written only by a step that commits its block.
  */
 void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W, float *const *in,
                            float *const *out, float *rows, int32_t *slots, float *replaced, const float *tsum,
                            const int64_t *seen, float *tsum_out, float *emb) {
-    const int H = p->H, S = p->S, I = p->I, O = p->O, heads = p->heads, D = H / heads, L = p->L;
-    const float scale = 1.f / sqrtf((float)D);
+    const int H = p->H, I = p->I, O = p->O, L = p->L;
     const int held_at = 3 * L, tail = 3 * L + 2 + (p->weighted ? 1 : 0);  /* index of count; pooled follows */
     const float count = in[tail][0], *held = in[held_at];
-    const int r0 = (int)in[held_at + 1][0], r = r0 + 1, commit = r == W, stride = S + W + 1;
-    float x[W * H], qkv[W * 3 * H], mixed[W * H], tmp[W * H], up[W * I], w[W * heads * stride], slot_weight[S],
-          sc[W];
-    const float *kp[S + W + 1], *vp[S + W + 1];
-    int slot_of[S + W + 1];
-    uint8_t q[W * (I > H ? I : H)];
+    const int r0 = (int)in[held_at + 1][0], r = r0 + 1, commit = r == W;
+    float x[W * H];
+    uint8_t q[I > H ? I : H];
 
     const int two = pool_claim();
     const float *tok = p->table + token * H;
@@ -645,65 +724,10 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
         layer_norm(xj, p->emb_norm_w, p->emb_norm_b, H, p->eps);
     }
     for (int l = 0; l < L; ++l) {
-        const float *keys = in[3 * l], *values = in[3 * l + 1], *fill = in[3 * l + 2];
-        float *keys_out = out[3 * l], *values_out = out[3 * l + 1], *fill_out = out[3 * l + 2];
-        const int64_t HH = (int64_t)H * H;
-        for (int j = 0; j < r; ++j) sc[j] = quantize_u8(x + (int64_t)j * H, H, q + (int64_t)j * H);
-        gemv_split(two, TF2RNN_WEIGHTS(p, qkv, l, 3 * HH), p->s_qkv + 3 * l * H,
-                   p->r_qkv + 3 * l * H, p->b_qkv + 3 * l * H, q, sc, r, 3 * H, H, qkv);
-        int n = 0;
-        kp[n] = p->sink_key + (int64_t)l * H; vp[n] = p->sink_value + (int64_t)l * H; slot_of[n++] = -1;
-        for (int s = 0; s < S; ++s) {
-            if (!(fill[s] > 0.f)) continue;
-            kp[n] = keys + (int64_t)s * H; vp[n] = values + (int64_t)s * H; slot_of[n++] = s;
-        }
-        const int cached = n;
-        for (int j = 0; j < r; ++j) {
-            kp[n] = qkv + (int64_t)j * 3 * H + H; vp[n] = qkv + (int64_t)j * 3 * H + 2 * H; slot_of[n++] = S + j;
-        }
-        attend_split(two, qkv, kp, vp, r, n, heads, D, scale, w, stride, mixed);
-        finish_layer(p, two, l, r, x, mixed, q, tmp, up);
-        if (keys_out != NULL && keys_out != keys) {
-            memcpy(keys_out, keys, sizeof(float) * (size_t)S * H);
-            memcpy(values_out, values, sizeof(float) * (size_t)S * H);
-        }
-        memcpy(fill_out, fill, sizeof(float) * (size_t)S);
-        if (!commit) continue;
-        for (int s = 0; s < S; ++s) slot_weight[s] = INFINITY;
-        for (int e = 1; e < cached; ++e) {
-            float sw = 0.f;
-            for (int j = 0; j < r; ++j)
-                for (int h = 0; h < heads; ++h) sw += w[((int64_t)j * heads + h) * stride + e];
-            slot_weight[slot_of[e]] = sw / (float)(heads * r);
-        }
-        for (int j = 0; j < W; ++j) {
-            int used = 0, target = 0;
-            for (int s = 0; s < S; ++s) used += fill_out[s] > 0.f;
-            if (used < S) {
-                target = used;
-            } else {
-                float best = INFINITY;
-                for (int s = 0; s < S; ++s)
-                    if (slot_weight[s] < best) { best = slot_weight[s]; target = s; }
-            }
-            const float *kj = qkv + (int64_t)j * 3 * H + H, *vj = kj + H;
-            const int64_t at = ((int64_t)l * W + j) * 2 * H;
-            if (keys_out != NULL) {
-                if (replaced != NULL) {
-                    memcpy(replaced + at, keys_out + (int64_t)target * H, sizeof(float) * H);
-                    memcpy(replaced + at + H, values_out + (int64_t)target * H, sizeof(float) * H);
-                }
-                memcpy(keys_out + (int64_t)target * H, kj, sizeof(float) * H);
-                memcpy(values_out + (int64_t)target * H, vj, sizeof(float) * H);
-            }
-            if (rows != NULL) {
-                memcpy(rows + at, kj, sizeof(float) * H);
-                memcpy(rows + at + H, vj, sizeof(float) * H);
-                slots[(int64_t)l * W + j] = target;
-            }
-            fill_out[target] = 1.f;
-            slot_weight[target] = INFINITY;
-        }
+        const int64_t at = (int64_t)l * W;
+        block_layer(p, two, l, r, commit, x, in[3 * l], in[3 * l + 1], in[3 * l + 2], out[3 * l], out[3 * l + 1],
+                    out[3 * l + 2], rows ? rows + at * 2 * H : NULL, slots ? slots + at : NULL,
+                    replaced ? replaced + at * 2 * H : NULL);
     }
 
     /* The committed tokens' (weighted) mean with the open tokens' current outputs. */
@@ -733,6 +757,83 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
 
     readout_normalize(p->w_o, p->w4_o, p->g_o, p->s_o, p->r_o, p->b_o, mean, H, O, p->residual, tok, tsum, seen,
                       tsum_out, q, emb);
+}
+
+/* `tail_layers` with `tail_open_tokens` W (TOVAAttentionCell._step_upper_open): a finished word's n held layer-K
+ * outputs (held [n, H]) join the upper layers' open block; each block of W that fills runs through layers [K, L) and
+ * enters their caches (block_layer), and the block left open runs through them once more for the output: the
+ * (weighted) mean of the committed tokens' top-layer outputs and the open block's current ones. Then the embedding
+ * (the token sum `tsum` already holds the word). State after the layers': the open block's layer-K outputs [W - 1, H],
+ * their count [1] and weighted top-layer output sum [H] (which the pooled mean holds until the block commits), then
+ * [total,] count (the tokens the upper layers have read, the open ones included), pooled. `out`'s upper layers' and
+ * later entries are new or `in`'s (in place); the lower layers' fills are copied where `out`'s pointers differ, their
+ * caches neither read nor written. */
+void tf2rnn_tova_commit_open(const tf2rnn_tova_params *p, int32_t K, int32_t n, const float *held, float *const *in,
+                             float *const *out, const float *tsum, const int64_t *seen, float *emb) {
+    const int H = p->H, S = p->S, I = p->I, L = p->L, W = p->upper_open, at = 3 * L, base = pool_base(p);
+    const int tail = base + (p->weighted ? 1 : 0);
+    const float count = in[tail][0], *pooled = in[tail + 1], *open_in = in[at + 2];
+    int before = (int)in[at + 1][0];
+    float block[W * H], x[W * H], weight[W], done_sum[H], open_sum[H];
+    uint8_t q[I > H ? I : H];
+
+    for (int l = 0; l < K; ++l) keep_entry(in, out, 3 * l + 2, S);
+    for (int l = K; l < L; ++l) {  /* then every block runs in place on `out` */
+        keep_entry(in, out, 3 * l, S * H);
+        keep_entry(in, out, 3 * l + 1, S * H);
+        keep_entry(in, out, 3 * l + 2, S);
+    }
+    memcpy(block, in[at], sizeof(float) * (size_t)before * H);
+    float committed = count - (float)before;  /* tokens in the upper layers' caches, a multiple of W */
+    for (int i = 0; i < W; ++i) weight[i] = p->weighted ? powf(committed + 2.f + (float)i, p->pool_exp) : 1.f;
+    const float total = count > 0.f ? (p->weighted ? in[base][0] : count + 1.f) : 1.f;
+    float done_total = total;
+    for (int i = 0; i < before; ++i) done_total -= weight[i];
+    for (int k = 0; k < H; ++k) {
+        done_sum[k] = (count > 0.f ? pooled[k] * total : p->sink_output[k]) - open_in[k];
+        open_sum[k] = 0.f;
+    }
+    const int two = pool_claim();
+    for (int j = 0; j < n; ++j) {
+        memcpy(block + (int64_t)before * H, held + (int64_t)j * H, sizeof(float) * H);
+        const int r = before + 1, commit = r == W;
+        if (commit || j == n - 1) {  /* else nothing reads the upper layers yet */
+            memcpy(x, block, sizeof(float) * (size_t)r * H);
+            for (int l = K; l < L; ++l)
+                block_layer(p, two, l, r, commit, x, out[3 * l], out[3 * l + 1], out[3 * l + 2], out[3 * l],
+                            out[3 * l + 1], out[3 * l + 2], NULL, NULL, NULL);
+            for (int k = 0; k < H; ++k) {
+                float sum = 0.f;
+                for (int i = 0; i < r; ++i) sum += weight[i] * x[(int64_t)i * H + k];
+                if (commit) {
+                    done_sum[k] += sum;
+                    open_sum[k] = 0.f;
+                } else {
+                    open_sum[k] = sum;
+                }
+            }
+            if (commit) {
+                for (int i = 0; i < W; ++i) done_total += weight[i];
+                committed += (float)W;
+                for (int i = 0; i < W; ++i)
+                    weight[i] = p->weighted ? powf(committed + 2.f + (float)i, p->pool_exp) : 1.f;
+            }
+        }
+        before = commit ? 0 : r;
+    }
+    pool_release(two);
+    float open_total = 0.f, mean[H];
+    for (int i = 0; i < before; ++i) open_total += weight[i];
+    for (int k = 0; k < H; ++k) mean[k] = (done_sum[k] + open_sum[k]) / (done_total + open_total);
+    memset(out[at], 0, sizeof(float) * (size_t)(W - 1) * H);
+    memcpy(out[at], block, sizeof(float) * (size_t)before * H);
+    out[at + 1][0] = (float)before;
+    memcpy(out[at + 2], open_sum, sizeof(float) * H);
+    if (p->weighted) out[base][0] = done_total + open_total;
+    out[tail][0] = committed + (float)before;
+    memcpy(out[tail + 1], mean, sizeof(float) * H);
+    readout_normalize(p->w_o, p->w4_o, p->g_o, p->s_o, p->r_o, p->b_o, mean, H, p->O, p->residual, NULL, tsum, seen,
+                      NULL, q, emb);
 }
 
 /* Undo an in-place step on a live cache `kv` ([L, 2, S, H]: each layer's keys, then values): put back the rows it
