@@ -252,13 +252,16 @@ def test_deferring_batched_streams_match_single_streams(request, which):
     batched_edits(*request.getfixturevalue(which), expect=deferred_scratch)
 
 
-def test_open_upper_streams_can_run_every_layer_at_every_keystroke(open_upper):
+@pytest.mark.parametrize("max_checkpoints", [None, 2])
+def test_open_upper_streams_can_run_every_layer_at_every_keystroke(open_upper, max_checkpoints):
     """`defer_words=False` steps a `tail_open_tokens` student through every layer at every keystroke, each token a
-    word of its own: the full embedding of the text so far, as a pass gives it."""
-    enc = StreamingEncoder(*open_upper, defer_words=False)
-    for text in ("search as you ty", "pe fast"):
-        enc.type(text)
-    assert (enc.embedding - scratch(*open_upper, "search as you type fast")).abs().max() <= 1e-5
+    word of its own: after every edit the full embedding of the text so far, as a pass gives it. Deletes pop back to
+    checkpoints kept as rows (a step writes a row in the lower layer and a block or nothing in the upper one), which
+    a stream whose state was let go rebuilds."""
+    script = [("type", "search as you ty"), ("type", "pe fast"), ("delete", 6), ("type", "unbelievably fast and "),
+              ("delete", 15), ("type", "ly slow words"), ("delete", 30), ("type", "antidisestablishment")]
+    apply_edits(StreamingEncoder(*open_upper, defer_words=False, max_checkpoints=max_checkpoints), script,
+                lambda text: scratch(*open_upper, text), atol=1e-5)
 
 
 def test_batch_streams_match_single_streams(student):

@@ -64,7 +64,9 @@ def is_boundary(char: str) -> bool:
 class _SlotCheckpoint:
     """A `tova_attention` student's state after one step, held as what the step wrote: the key and value rows
     it committed in each layer (`slots` [layers][m], `rows` [layers, m, 2, hidden]: m = 1 for a causal student,
-    `open_tokens` or 0 with open tokens; the fused live-cache step's one row a layer, `slots` [layers] and `rows`
+    `open_tokens` or 0 with open tokens; a `tail_open_tokens` student's step writes one row in each lower layer and 0
+    or a block in each upper one, `rows` padded to the most; the fused live-cache step's one row a layer, `slots`
+    [layers] and `rows`
     [layers, 2, hidden]), every smaller tensor by reference, and the state it stepped from. `full` caches the
     whole state while it may be stepped from again (None where the fused step wrote only the rows); `materialize`
     builds it from the nearest ancestor that holds one (the empty state at worst)."""
@@ -370,6 +372,7 @@ class BatchStreamingEncoder:
         # Single keystrokes type on a live cache: a step writes its rows (one a layer, or a block of open
         # tokens when they commit) in place.
         self._live = slot_cache
+        self._upper_open = getattr(model.config, "tail_open_tokens", 1) > 1
         self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
         self._empty = model.init_state(1)
         self._state_bytes = self._empty.nbytes()
@@ -816,7 +819,11 @@ class BatchStreamingEncoder:
         layers, cell = self._slot_layers, after.cell_state
         count, stepped = int(before.cell_state[-2]), int(cell[-2])
         width = self.model.config.open_tokens
-        if stepped == count and width > 1:
+        if self._upper_open:  # a row in each lower layer and, where the block fills, a block in each upper one
+            slots = [((cell[3 * layer][0] != before.cell_state[3 * layer][0]).any(-1)
+                      | (cell[3 * layer + 2][0] != before.cell_state[3 * layer + 2][0])).nonzero().flatten().tolist()
+                     for layer in range(layers)]
+        elif stepped == count and width > 1:
             slots: List[List[int]] = [[] for _ in range(layers)]
         elif stepped != count + width:
             return after
@@ -829,10 +836,11 @@ class BatchStreamingEncoder:
                 if changed.numel() != width:
                     return after
                 slots.append(changed.tolist())
-        hidden = self.model.config.hidden_size
-        rows = torch.stack([torch.stack([torch.stack([cell[3 * layer][0, slot], cell[3 * layer + 1][0, slot]])
-                                         for slot in layer_slots]) if layer_slots else cell[0].new_zeros(0, 2, hidden)
-                            for layer, layer_slots in enumerate(slots)])
+        # [layers, m, 2, hidden]: a layer that wrote fewer rows than m leaves the rest zero (`writes` reads its slots')
+        rows = cell[0].new_zeros(layers, max(map(len, slots)), 2, self.model.config.hidden_size)
+        for layer, layer_slots in enumerate(slots):
+            for j, slot in enumerate(layer_slots):
+                rows[layer, j, 0], rows[layer, j, 1] = cell[3 * layer][0, slot], cell[3 * layer + 1][0, slot]
         small = [cell[i] for i in TOVAAttentionCell.rewritten_entries(layers, len(cell))]
         return _SlotCheckpoint(parent, slots, rows, small, after.token_sum, after.seen_tokens, after.last_embedding,
                                after)
