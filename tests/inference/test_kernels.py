@@ -224,15 +224,14 @@ def test_deferring_streams_take_the_fused_steps_and_stay_close_under_edits(teach
 
 
 @pytest.mark.parametrize("defer_words", [True, False])
-def test_streams_of_an_upper_open_student_take_the_fused_steps_on_whole_states(teacher, monkeypatch, defer_words):
-    """A `tail_open_tokens` student's streams step whole states through the kernel (`step_deferred` and
-    `commit_word` deferring, the whole step otherwise; no live cache yet) and keep the fp32 embedding after edits."""
+def test_streams_of_an_upper_open_student_take_the_fused_steps(teacher, monkeypatch, defer_words):
+    """A `tail_open_tokens` student's streams step in the kernel (deferring: on the live cache; every layer at every
+    keystroke: whole states, each token a word of its own) and keep the fp32 embedding after edits."""
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=3, num_slots=6,
                                      tail_layers=1, tail_open_tokens=3)
     quantized = quantize_int8(model)
-    assert quantized.step_kernel is not None and not quantized.step_kernel.live
     calls = []
-    for name in ("step_deferred", "commit_word", "__call__"):
+    for name in ("step_deferred_live", "commit_live", "__call__"):
         real = getattr(Int8TOVAStep, name)
         monkeypatch.setattr(Int8TOVAStep, name, lambda self, *a, real=real, name=name: calls.append(name) or
                             real(self, *a))
@@ -240,7 +239,7 @@ def test_streams_of_an_upper_open_student_take_the_fused_steps_on_whole_states(t
     encoder.type("search as you tyep")
     encoder.delete(2)
     encoder.type("pe, now with a longer tail of words ")
-    assert {"step_deferred", "commit_word"} <= set(calls) if defer_words else "__call__" in calls
+    assert {"step_deferred_live", "commit_live"} <= set(calls) if defer_words else "__call__" in calls
     text = "search as you type, now with a longer tail of words "
     assert len(tokenizer(text)["input_ids"]) > 6  # the stream's caches evicted
     fresh = StreamingEncoder(quantized, tokenizer, defer_words=defer_words)
@@ -461,7 +460,10 @@ def test_live_cache_keystrokes_equal_the_int8_step_from_scratch(teacher, monkeyp
             assert not built  # every move of the live cache was in place
 
 
-def test_deferring_live_keystrokes_equal_the_whole_state_steps_from_scratch(teacher, monkeypatch):
+# 3: the upper layers keep three tokens open (`tail_open_tokens`): a word's end commits blocks of three rows into
+# four slots, and a pop undoes each
+@pytest.mark.parametrize("upper_open", [1, 3])
+def test_deferring_live_keystrokes_equal_the_whole_state_steps_from_scratch(teacher, monkeypatch, upper_open):
     """A deferring stream types on its live cache: each keystroke writes the lower layers' rows in place, each finished
     word the upper layers', deletes undo both, through evictions and pops across words, with and without
     max_checkpoints. After each edit the embedding is bit for bit the fused whole-state steps run over the text from
@@ -471,7 +473,7 @@ def test_deferring_live_keystrokes_equal_the_whole_state_steps_from_scratch(teac
     from tf2rnn_hf.utils import continuation_table
 
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=3, num_slots=4,
-                                     tail_layers=1)
+                                     tail_layers=1, tail_open_tokens=upper_open)
     quantized = quantize_int8(model)
     step, continues = quantized.step_kernel, continuation_table(tokenizer)
 
@@ -504,7 +506,10 @@ def test_deferring_live_keystrokes_equal_the_whole_state_steps_from_scratch(teac
         assert torch.equal(encoder.embedding, from_scratch(text))
 
 
-def test_idle_commits_on_the_live_cache_equal_the_whole_state_steps(teacher, monkeypatch):
+# 3: the upper layers keep three tokens open (`tail_open_tokens`): a word's end commits blocks of three rows into
+# four slots, and a pop undoes each
+@pytest.mark.parametrize("upper_open", [1, 3])
+def test_idle_commits_on_the_live_cache_equal_the_whole_state_steps(teacher, monkeypatch, upper_open):
     """`idle_commits` on the live cache: a space writes nothing, idle() commits the held word in place, and a word
     typed before idle() commits it first; after every edit the embedding is bit for bit the fused whole-state steps
     from scratch (the word held where it waits), through evictions, pops across words and max_checkpoints, and no
@@ -513,7 +518,7 @@ def test_idle_commits_on_the_live_cache_equal_the_whole_state_steps(teacher, mon
     from tf2rnn_hf.utils import continuation_table
 
     model, tokenizer = build_student(teacher, cell_type="tova_attention", num_hidden_layers=3, num_slots=4,
-                                     tail_layers=1)
+                                     tail_layers=1, tail_open_tokens=upper_open)
     quantized = quantize_int8(model)
     step, continues = quantized.step_kernel, continuation_table(tokenizer)
 

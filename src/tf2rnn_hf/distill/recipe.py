@@ -108,9 +108,8 @@ class ModelArguments:
                 "read only finished words (TF2RNNConfig.tail_layers; with --init_from, added to the saved student)."})
     tail_open_tokens: Optional[int] = field(default=None, metadata={
         "help": "With --tail_layers: keep the newest this many tokens open in the upper layers only, which run at word "
-                "ends (TF2RNNConfig.tail_open_tokens; experimental: streams in PyTorch only, no fused kernel yet; "
-                "texts longer than --num_slots train step by step, slowly; with --init_from, added to the saved "
-                "student)."})
+                "ends (TF2RNNConfig.tail_open_tokens; texts longer than --num_slots train step by step, slowly; with "
+                "--init_from, added to the saved student)."})
     init_from: Optional[str] = field(default=None, metadata={
         "help": "Continue from a saved student: its cell, width and layers are the saved ones (only --num_slots, "
                 "--tail_layers and --tail_open_tokens apply)."})

@@ -370,9 +370,10 @@ class BatchStreamingEncoder:
         self.idle_commits = bool(idle_commits)
         slot_cache = model.config.cell_type == "tova_attention"  # its checkpoints hold rows
         # Single keystrokes type on a live cache: a step writes its rows (one a layer, or a block of open
-        # tokens when they commit) in place.
-        self._live = slot_cache
+        # tokens when they commit) in place. A `tail_open_tokens` student does where it defers its upper layers;
+        # its every-layer step (each token a word of its own) steps whole states.
         self._upper_open = getattr(model.config, "tail_open_tokens", 1) > 1
+        self._live = slot_cache and (self._continues is not None or not self._upper_open)
         self._slot_layers = model.config.num_hidden_layers if slot_cache else 0
         self._empty = model.init_state(1)
         self._state_bytes = self._empty.nbytes()
@@ -693,11 +694,11 @@ class BatchStreamingEncoder:
         stream's live cache in its fused kernel."""
         kernel = getattr(self.model, "step_kernel", None)  # an ONNX student has none
         if self._continues is not None:
-            if streams and self._live and getattr(kernel, "live", False):
+            if streams and self._live and hasattr(kernel, "step_deferred_live"):
                 return [self._step_deferred_live(s, state, token, kernel)
                         for s, state, token in zip(streams, states, ids)]
             return [self._step_deferred(state, token, kernel) for state, token in zip(states, ids)]
-        if streams and self._live and getattr(kernel, "live", False):
+        if streams and self._live and hasattr(kernel, "step_live"):
             # Several streams too: gathering their caches (0.4 MB each at 128 slots) into one batched call and
             # splitting them back cost more than each stream's fused step in place (benchmarks/probes/
             # batched_streams.py). A causal student's streams step in one native call, each on its own cache.
@@ -729,7 +730,7 @@ class BatchStreamingEncoder:
     def _commit(self, s: _Stream, state: Checkpoint) -> Checkpoint:
         """The word `state` holds through the upper layers: on the stream's live cache where it has one."""
         kernel = getattr(self.model, "step_kernel", None)
-        if self._live and getattr(kernel, "live", False):
+        if self._live and hasattr(kernel, "commit_live"):
             return self._commit_live(s, state, kernel)
         with torch.inference_mode():
             return self.model.commit_word(_full(state))[1]

@@ -18,6 +18,9 @@ model run from scratch. A `tova_attention` student trained through int4 weights 
 on a 4-bit grid already (its readout stays fp32): on CPUs with AVX512-VNNI or AVX2 each product whose weights are on
 the grid reads them as int4 (`quantize_rows4`), half the bytes, with one scale a row or, trained with
 `--weight_group 128`, one per 128 columns (`int8.h`'s gemv4_groups; 6% more bytes at 384 columns).
+A `tail_layers` student's keystroke runs its lower layers (`tf2rnn_tova_step_deferred`) and a word's end the upper
+ones (`tf2rnn_tova_commit`; with `tail_open_tokens`, `tf2rnn_tova_commit_open`: the word joins the upper layers' open
+block, whose full blocks enter the caches).
 """
 
 import ctypes
@@ -113,7 +116,7 @@ def load_library() -> Optional[ctypes.CDLL]:
                                               ctypes.c_int32] + [ctypes.c_void_p] * 15
     lib.tf2rnn_tova_commit_open.restype = None
     lib.tf2rnn_tova_commit_open.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32, ctypes.c_int32] + [
-        ctypes.c_void_p] * 6
+        ctypes.c_void_p] * 9
     lib.tf2rnn_tova_commit.restype = None
     lib.tf2rnn_tova_commit.argtypes = [ctypes.POINTER(_TOVAParams), ctypes.c_int32, ctypes.c_int32] + [
         ctypes.c_void_p] * 9
@@ -317,9 +320,6 @@ class Int8TOVAStep(_FusedStep):
         config, cell = model.config, model.cell
         self.layers, self.open = len(cell.layers), config.open_tokens
         self.tail_open = getattr(config, "tail_open_tokens", 1)
-        # Streams step in place on a live cache (`step_live`, `step_deferred_live`, `commit_live`); not yet a
-        # `tail_open_tokens` student, whose word ends commit blocks of the open block's (they step whole states).
-        self.live = self.tail_open == 1
         layers = cell.layers
         tensors = {
             "table": _fp32(model.embeddings.weight), "position": _fp32(cell.position_embeddings.weight),
@@ -431,8 +431,8 @@ class Int8TOVAStep(_FusedStep):
         if self.tail_open > 1:
             self.lib.tf2rnn_tova_commit_open(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
                                              self._pointers(*(t.data_ptr() for t in old)),
-                                             self._pointers(*(t.data_ptr() for t in new)), tsum.data_ptr(),
-                                             state.seen_tokens.data_ptr(), emb.data_ptr())
+                                             self._pointers(*(t.data_ptr() for t in new)), None, None, None,
+                                             tsum.data_ptr(), state.seen_tokens.data_ptr(), emb.data_ptr())
             return emb, TF2RNNState(tuple(new), state.token_sum, state.seen_tokens, emb)
         self.lib.tf2rnn_tova_commit(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
                                     self._pointers(*(t.data_ptr() for t in old)),
@@ -443,23 +443,33 @@ class Int8TOVAStep(_FusedStep):
     # A deferring stream (`BatchStreamingEncoder` with `defer_words`) on a live cache: each step one record, as
     # `step_live`'s: `small`'s entries, the embedding, the token sum (residual students), then for a step of the lower
     # layers the word's held outputs [held + 1, H], its rows [K, 2, H], slots [K] and the rows they replaced [K, 2, H];
-    # for a commit of n tokens their rows [n, L - K, 2, H], slots [n, L - K] and replaced rows [n, L - K, 2, H].
+    # for a commit, in groups of tokens written together: a causal student's n tokens one at a time, a
+    # `tail_open_tokens` student's full blocks of W (their number first, as int32 bits), the rows [groups, L - K,
+    # width, 2, H], slots [groups, L - K, width] and replaced rows [groups, L - K, width, 2, H].
 
     def _deferred_layout(self, commit: bool, n: int):
         """(record type, offsets in floats of held outputs (None for a commit), rows, slots, replaced rows) for the
-        lower layers' step from a state holding `n` tokens of a word, or for the commit of `n` tokens."""
+        lower layers' step from a state holding `n` tokens of a word, or for a commit writing `n` groups of rows
+        (`_commit_groups`)."""
         key = ("commit" if commit else "deferred", n)
         layout = self._layouts.get(key)
         if layout is None:
             h, k = self.hidden_size, self.tail_layers
-            layers, count = (self.layers - k, n) if commit else (k, 1)
+            layers, count = (self.layers - k, n * self.tail_open) if commit else (k, 1)
             held = None if commit else self._record_head
-            rows = self._record_head if commit else held + (n + 1) * h
+            rows = self._record_head + (self.tail_open > 1) if commit else held + (n + 1) * h
             slots = rows + count * layers * 2 * h
             replaced = slots + count * layers
             layout = self._layouts[key] = (ctypes.c_float * (replaced + count * layers * 2 * h), held, rows, slots,
                                            replaced)
         return layout
+
+    def _commit_groups(self, record: ctypes.Array, n: int) -> Tuple[int, int]:
+        """(groups, their width) of the rows a commit of `n` tokens wrote: n tokens of one row a layer, or the
+        blocks of `tail_open_tokens` rows that it committed (as many as its record says)."""
+        if self.tail_open == 1:
+            return n, 1
+        return ctypes.c_int32.from_buffer(record, 4 * self._record_head).value, self.tail_open
 
     def _deferred_record(self, kv, small: List[int], commit: bool, n: int):
         """A new record for a deferring stream's live step, `kv`'s entries for `small` pointed at the parent's and the
@@ -491,11 +501,19 @@ class Int8TOVAStep(_FusedStep):
                     held: int, n: int) -> ctypes.Array:
         """`commit_word` of a stream's live cache for its `n` held outputs (at `held`), in place. Returns the
         record."""
-        record, base, (_, _, rows, slots, replaced) = self._deferred_record(kv, small, True, n)
+        args = (held, *kv)
+        if self.tail_open == 1:
+            record, base, (_, _, rows, slots, replaced) = self._deferred_record(kv, small, True, n)
+            commit = self.lib.tf2rnn_tova_commit
+        else:  # the blocks the word fills, after the open tokens the parent holds
+            opened = ctypes.c_float.from_address(small[self.small.index(3 * self.layers + 1)]).value
+            blocks = (int(opened) + n) // self.tail_open
+            record, base, (_, _, rows, slots, replaced) = self._deferred_record(kv, small, True, blocks)
+            ctypes.c_int32.from_buffer(record, 4 * self._record_head).value = blocks
+            commit = self.lib.tf2rnn_tova_commit_open
         _follow_torch_threads(self.lib)
-        self.lib.tf2rnn_tova_commit(self._params_ref, self.tail_layers, n, held, *kv, base + 4 * rows,
-                                    base + 4 * slots, base + 4 * replaced, token_sum,
-                                    ctypes.byref(ctypes.c_int64(seen)), base + 4 * self._record_emb)
+        commit(self._params_ref, self.tail_layers, n, *args, base + 4 * rows, base + 4 * slots, base + 4 * replaced,
+               token_sum, ctypes.byref(ctypes.c_int64(seen)), base + 4 * self._record_emb)
         if self.residual:  # the word is in the token sum already: the record keeps it for the steps after
             ctypes.memmove(base + 4 * self._record_tsum, token_sum, 4 * self.output_size)
         return record
@@ -504,35 +522,38 @@ class Int8TOVAStep(_FusedStep):
         """A deferring record's parts as tensors (views): (`small`'s entries, embedding [1, O], token sum [1, O] or
         None, held outputs [1, n + 1, H] or None for a commit, and each layer's writes, newest first: (slot, key and
         value row [2, H]) lists)."""
-        _, held_at, rows, slots, replaced = self._deferred_layout(commit, n)
+        groups, width = self._commit_groups(record, n) if commit else (1, 1)
+        _, held_at, rows, slots, replaced = self._deferred_layout(commit, groups if commit else n)
         t = torch.frombuffer(record, dtype=torch.float32)
         small = [t[o:o + m].view(1, *self._shapes[i])
                  for o, m, i in zip(self._record_offsets, self._record_small, self.small)]
         emb = t[self._record_emb:self._record_emb + self.output_size].view(1, -1)
         token_sum = t[self._record_tsum:self._record_head].view(1, -1) if self.residual else None
         h, k = self.hidden_size, self.tail_layers
-        layers, count = (self.layers - k, n) if commit else (k, 1)
-        row = t[rows:slots].view(count, layers, 2, h)
-        slot = t[slots:replaced].view(torch.int32).view(count, layers).tolist()
+        layers = self.layers - k if commit else k
+        row = t[rows:slots].view(groups, layers, width, 2, h)
+        slot = t[slots:replaced].view(torch.int32).view(groups, layers, width).tolist()
         writes = [[] for _ in range(self.layers)]
-        for j in reversed(range(count)):
-            for layer in range(layers):
-                writes[layer + (k if commit else 0)].append((slot[j][layer], row[j, layer]))
+        for g in reversed(range(groups)):
+            for j in reversed(range(width)):
+                for layer in range(layers):
+                    writes[layer + (k if commit else 0)].append((slot[g][layer][j], row[g, layer, j]))
         held = None if commit else t[held_at:rows].view(1, n + 1, h)
         return small, emb, token_sum, held, writes
 
     def restore_deferred(self, kv: torch.Tensor, record: ctypes.Array, commit: bool, n: int) -> None:
-        """Undo a deferring record's step on the live cache `kv` ([layers, 2, 1, S, H]): a commit's tokens newest
-        first (a later token may have evicted an earlier one's row)."""
-        _, _, rows, slots, replaced = self._deferred_layout(commit, n)
+        """Undo a deferring record's step on the live cache `kv` ([layers, 2, 1, S, H]): a commit's groups of rows
+        newest first (a later token may have evicted an earlier one's row)."""
+        groups, width = self._commit_groups(record, n) if commit else (1, 1)
+        _, _, rows, slots, replaced = self._deferred_layout(commit, groups if commit else n)
         base, h, k, s = ctypes.addressof(record), self.hidden_size, self.tail_layers, kv.shape[-2]
         if not commit:
             self.lib.tf2rnn_tova_restore(kv.data_ptr(), k, 1, s, h, base + 4 * slots, base + 4 * replaced)
             return
         upper, at = self.layers - k, kv.data_ptr() + 4 * k * 2 * s * h
-        for j in reversed(range(n)):
-            self.lib.tf2rnn_tova_restore(at, upper, 1, s, h, base + 4 * (slots + j * upper),
-                                         base + 4 * (replaced + j * upper * 2 * h))
+        for g in reversed(range(groups)):
+            self.lib.tf2rnn_tova_restore(at, upper, width, s, h, base + 4 * (slots + g * upper * width),
+                                         base + 4 * (replaced + g * upper * width * 2 * h))
 
     def rows_written(self, held: int) -> int:
         """Rows a layer the next step commits from a state holding `held` open tokens: one (causal), the block
@@ -589,6 +610,9 @@ class Int8TOVAStep(_FusedStep):
         point to the parent state's other entries, `seen` counts its tokens and `width` is `rows_written`; with
         `overwrites` the rows replaced are saved so that `restore` can undo the step. Returns the step's record
         (`record_views` reads it)."""
+        if self.tail_open > 1:  # its native step is causal in every layer
+            raise ValueError("step_live runs every layer; a tail_open_tokens student steps its live cache with "
+                             "step_deferred_live and commit_live.")
         token_id = self._token(input_ids)
         record, rows, slots, replaced, token_sum_out, emb = self._live_record(kv, small, token_sum, width, overwrites)
         _follow_torch_threads(self.lib)
@@ -601,7 +625,7 @@ class Int8TOVAStep(_FusedStep):
                        overwrites: List[bool]) -> List[ctypes.Array]:
         """`step_live` for several causal streams (one token each, each on its own cache) in one native call: the
         products run once over all their tokens (`tf2rnn_tova_step_many`), the same records bit for bit."""
-        if self.open > 1:
+        if self.open > 1 or self.tail_open > 1:
             raise ValueError("step_live_many steps causal students; with open tokens step each stream alone.")
         n = len(input_ids)
         sizes = [len(kvs), len(smalls), len(token_sums), len(seens), len(overwrites)]

@@ -767,9 +767,12 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
  * their count [1] and weighted top-layer output sum [H] (which the pooled mean holds until the block commits), then
  * [total,] count (the tokens the upper layers have read, the open ones included), pooled. `out`'s upper layers' and
  * later entries are new or `in`'s (in place); the lower layers' fills are copied where `out`'s pointers differ, their
- * caches neither read nor written. */
+ * caches neither read nor written. The b-th block committed writes, where not NULL, its rows to rows + b (L - K) W 2 H
+ * ([L - K, W, 2, H]), their slots to slots + b (L - K) W and, in place, the rows they replace to replaced + b (L - K)
+ * W 2 H, as tf2rnn_tova_open_step's block: tf2rnn_tova_restore undoes each block, the last first. */
 void tf2rnn_tova_commit_open(const tf2rnn_tova_params *p, int32_t K, int32_t n, const float *held, float *const *in,
-                             float *const *out, const float *tsum, const int64_t *seen, float *emb) {
+                             float *const *out, float *rows, int32_t *slots, float *replaced, const float *tsum,
+                             const int64_t *seen, float *emb) {
     const int H = p->H, S = p->S, I = p->I, L = p->L, W = p->upper_open, at = 3 * L, base = pool_base(p);
     const int tail = base + (p->weighted ? 1 : 0);
     const float count = in[tail][0], *pooled = in[tail + 1], *open_in = in[at + 2];
@@ -794,14 +797,19 @@ void tf2rnn_tova_commit_open(const tf2rnn_tova_params *p, int32_t K, int32_t n, 
         open_sum[k] = 0.f;
     }
     const int two = pool_claim();
+    int64_t blocks = 0;
     for (int j = 0; j < n; ++j) {
         memcpy(block + (int64_t)before * H, held + (int64_t)j * H, sizeof(float) * H);
         const int r = before + 1, commit = r == W;
         if (commit || j == n - 1) {  /* else nothing reads the upper layers yet */
             memcpy(x, block, sizeof(float) * (size_t)r * H);
-            for (int l = K; l < L; ++l)
+            for (int l = K; l < L; ++l) {
+                const int64_t at = (blocks * (L - K) + l - K) * W;
                 block_layer(p, two, l, r, commit, x, out[3 * l], out[3 * l + 1], out[3 * l + 2], out[3 * l],
-                            out[3 * l + 1], out[3 * l + 2], NULL, NULL, NULL);
+                            out[3 * l + 1], out[3 * l + 2], rows ? rows + at * 2 * H : NULL, slots ? slots + at : NULL,
+                            replaced ? replaced + at * 2 * H : NULL);
+            }
+            blocks += commit;
             for (int k = 0; k < H; ++k) {
                 float sum = 0.f;
                 for (int i = 0; i < r; ++i) sum += weight[i] * x[(int64_t)i * H + k];

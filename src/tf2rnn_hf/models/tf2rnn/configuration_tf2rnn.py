@@ -87,8 +87,8 @@ class TF2RNNConfig(PretrainedConfig):
             keystroke, so open tokens there cost a keystroke nothing. A text's embedding after a word does not
             depend on where its words end (blocks commit as they fill), so `step` and `forward` run each token as a
             word of its own; `forward` runs texts from the empty state in one parallel pass (no longer than
-            `num_slots`; else, and from a past state, step by step). Experimental: streams run in PyTorch, as the
-            fused kernels do not read it yet.
+            `num_slots`; else, and from a past state, step by step). The fused int8 step runs a word's end as
+            `tf2rnn_tova_commit_open`.
         residual_token_mean (`bool`, defaults to `True`):
             Add the running mean of the token vectors to the readout, mirroring the teacher's mean pooling;
             the cell then learns a correction instead of the whole embedding.
