@@ -1329,7 +1329,7 @@ PER_WORD = (
      "train128-fp32-lr3e-4-grouped-posweight-final4-at03f88b9", "deferred-depth-s75-l6-tail2-open4", "words being "
      "typed through 2 layers, trained"),
     ("the same, 6 tokens open in the upper layers (--tail_open_tokens 6)", "student-tova-l6-tail2-open6-steps2000-"
-     "train128-fp32-lr3e-4-grouped-posweight-final4-at8683133", "deferred-depth-s75-l6-tail2-open6", "words being "
+     "train128-fp32-lr3e-4-grouped-posweight-final4-ata7c29c0", "deferred-depth-s75-l6-tail2-open6", "words being "
      "typed through 2 layers, trained"),
 )
 
@@ -1355,7 +1355,7 @@ def per_word_table() -> str:
                         "inside a word: all-prefix cosine": inside["prefix_cosine"],
                         "inside a word: NA@10": inside["neighbour_agreement@10"]})
         rows[label] = row
-    return format_table(rows, "Depth paid per word (student.sh, sessions 65 and 75-76, a Zen 3 host): causal layers "
+    return format_table(rows, "Depth paid per word (student.sh, sessions 65 and 75-77, a Zen 3 host): causal layers "
                               "at 32 slots (128 where named), make distill's 12,000 texts, fp32; the full embedding scored as session 61's rows, the "
                               "one shown inside a word (the layers above K waiting for its end: --tail_layers) by "
                               "benchmarks/probes/deferred_depth.py on the same held-out texts at every token prefix; "
@@ -1410,7 +1410,14 @@ TYPING = (("two whole layers", "student-speed-v66-2", "shape-l2-s32-int4_int8"),
           ("v69-3: six layers, K = 2, int4, idle_commits", "student-speed-v69-3",
            "shape-l6-tail2-s32-int4_int8_idle_commits"),
           ("v69-3: six layers, K = 2, int8 products", "student-speed-v69-3", "shape-l6-tail2-s32_int8"),
-          ("v69-3: the same, idle_commits", "student-speed-v69-3", "shape-l6-tail2-s32_int8_idle_commits"))
+          ("v69-3: the same, idle_commits", "student-speed-v69-3", "shape-l6-tail2-s32_int8_idle_commits"),
+          # session 77, a Zen 3 host: four tokens open in the upper layers (--tail_open_tokens 4), in the fused step
+          ("v77 (Zen 3): six layers, K = 2, int4", "student-speed-v77", "shape-l6-tail2-s32-int4_int8"),
+          ("v77: six layers, K = 2, int4, idle_commits", "student-speed-v77", "shape-l6-tail2-s32-int4_int8_idle_commits"),
+          ("v77: the same, 4 tokens open in the upper layers", "student-speed-v77", "shape-l6-tail2-open4-s32-int4_int8"),
+          ("v77: the same, 4 open, idle_commits", "student-speed-v77", "shape-l6-tail2-open4-s32-int4_int8_idle_commits"),
+          ("v77: the same, 4 open, every layer at every keystroke (whole states)", "student-speed-v77",
+           "shape-l6-tail2-open4-s32-int4_int8_every_layer"))
 
 
 def typing_table() -> str:
@@ -1435,7 +1442,8 @@ def typing_table() -> str:
     return format_table(rows, "Typing sentences (student.sh, sessions 66-67 on a Zen 5 host, AVX512-VNNI; v68 on an "
                               "Intel host, where the student's step ran ~3x slower than there, the teacher's ~1.2x; "
                               "v69 on a Zen 3 host, AVX2, its teacher 1.1-1.3x the Intel host's time and its student "
-                              "about the same; idle_commits rows time idle() apart, the last columns counting it): "
+                              "about the same; v77 on a Zen 3 host; idle_commits rows time idle() apart, the last "
+                              "columns counting it): "
                               "shapes at "
                               "32 slots with int4 products, int8 streams typing WORDS key by key, each keystroke "
                               "timed; the teacher re-encoding the prefix (its faster setting) over the student's "

@@ -1677,10 +1677,10 @@ per_word 6
 # whole layers, and six with K = 2, typed as sentences key by key (benchmarks/run.py's typing section: the mean
 # keystroke, the word-end keystroke and one inside a word, each against the teacher), the six-layer student also with
 # every layer at every keystroke. Alone on a Zen 5 host (AVX512-VNNI).
-int4_shape() {  # NAME LAYERS [TAIL [KEEP [GROUP]]]: outputs/shape-NAME, a fresh student of LAYERS causal layers
-  # (TAIL: tail_layers) at 32 slots with its linear weights rounded to int4 per row (per GROUP columns), but those whose
-  # names end in KEEP's (space-separated, as --weight_keep): int8 in the fused step
-  [ -d "outputs/shape-$1" ] || NAME=$1 LAYERS=$2 TAIL=${3:-} KEEP=${4:-} GROUP=${5:-} $PY - <<'PY'
+int4_shape() {  # NAME LAYERS [TAIL [KEEP [GROUP [OPEN]]]]: outputs/shape-NAME, a fresh student of LAYERS causal layers
+  # (TAIL: tail_layers; OPEN: tail_open_tokens) at 32 slots with its linear weights rounded to int4 per row (per GROUP
+  # columns), but those whose names end in KEEP's (space-separated, as --weight_keep): int8 in the fused step
+  [ -d "outputs/shape-$1" ] || NAME=$1 LAYERS=$2 TAIL=${3:-} KEEP=${4:-} GROUP=${5:-} OPEN=${6:-1} $PY - <<'PY'
 import os
 
 import torch
@@ -1691,7 +1691,8 @@ from tf2rnn_hf.hub import save_student
 
 tail = int(os.environ["TAIL"]) if os.environ["TAIL"] else None
 model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=int(os.environ["LAYERS"]), num_slots=32,
-                                 pooling_position_exponent=1.0, tail_layers=tail)
+                                 pooling_position_exponent=1.0, tail_layers=tail,
+                                 tail_open_tokens=int(os.environ.get("OPEN", 1)))
 keep = os.environ["KEEP"].split()
 group = int(os.environ["GROUP"]) if os.environ["GROUP"] else None
 with torch.no_grad():
@@ -2074,5 +2075,38 @@ scored $S75_L6
 # -> / 0.566.
 open_upper 4 03f88b9
 # -> 0.9577 / 0.692 / STS-B 80.27, passages 0.871 / 0.671; in training 0.9623 / 0.7457 (2,692 s: 1.5x); inside a word
-# -> 0.9099 / 0.587. Eight open tokens ran at 4-5x the control's time (stopped after 100 of 2,000 steps); six:
-open_upper 6 8683133
+# -> 0.9099 / 0.587. Eight open tokens ran at 4-5x the control's time (stopped after 100 of 2,000 steps); six (its
+# -> run at 8683133 was lost with its machine at step ~1,600; the code it trains did not change since):
+open_upper 6 a7c29c0
+# -> 0.9637 / 0.714 / STS-B 80.81, passages 0.879 / 0.684; in training 0.9684 / 0.7683 (1,252 s on a host ~2.5x
+# -> session 76's, a test run beside it for part); inside a word 0.9141 / 0.596: +0.022 NA@10 over four open tokens.
+# Session 77: what open upper tokens cost a training step, fresh shapes of $S75_L6 (128 slots) on one cached shard's
+# three length-grouped batches (benchmarks/probes/train_step.py), one after another, alone:
+for w in 1 4 6 8; do
+  [ -d "outputs/shape-l6-tail2-open$w-s128" ] || W=$w $PY - <<'PY'
+import os
+from tf2rnn_hf.distill import build_student
+from tf2rnn_hf.hub import save_student
+w = int(os.environ["W"])
+model, tokenizer = build_student(cell_type="tova_attention", num_hidden_layers=6, num_slots=128, tail_layers=2,
+                                 tail_open_tokens=w, pooling_position_exponent=1.0)
+save_student(model, tokenizer, f"outputs/shape-l6-tail2-open{w}-s128")
+PY
+done
+SHARD=$(ls -d ~/.cache/tf2rnn_hf/trajectories/token-7d3ee518c782bba9/shards/* | head -1)  # the 12,000 texts' first
+[ -f benchmarks/probes/results/train-step-s77-open-upper.txt ] || for w in 1 4 6 8; do
+  echo "== open $w"; $PY benchmarks/probes/train_step.py "outputs/shape-l6-tail2-open$w-s128" "$SHARD"
+done > benchmarks/probes/results/train-step-s77-open-upper.txt
+# -> three batches (64 x 10, 16 and 30 tokens): 1.553 s causal, 2.628 s with 4 open (1.69x), 3.852 s with 6 (2.48x),
+# -> 4.437 s with 8 (2.86x).
+# Session 77: the fused step of a tail_open_tokens student (tf2rnn_tova_commit_open at a word's end; deferring streams
+# on their live cache). Fresh shapes as session 66's (32 slots, every product on the int4 grid): six layers with K = 2,
+# causal and with four tokens open in layers 2-5, typed in one run (`--quick`), alone on a Zen 3 host (AVX2).
+int4_shape l6-tail2-s32-int4 6 2
+int4_shape l6-tail2-open4-s32-int4 6 2 "" "" 4
+[ -f "$OUT/student-speed-v77.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v77.json" \
+  --compare outputs/shape-l6-tail2-s32-int4 outputs/shape-l6-tail2-open4-s32-int4
+# -> v77, teacher over student at 64 / 256 tokens: keystroke inside a word 113x / 255x causal, 122x / 262x with four
+# -> open (the causal student's arithmetic); typing mean / word end / inside a word 97x / 75x / 122x and 231x / 163x /
+# -> 304x causal, 96x / 48x / 137x and 220x / 109x / 310x with four open; with idle_commits, counting idle(), 116x /
+# -> 275x and 102x / 207x: a word's end costs ~1.5x (the open block's W - 1 tokens rerun layers 2-5).
