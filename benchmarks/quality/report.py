@@ -1331,6 +1331,9 @@ PER_WORD = (
     ("the same, 6 tokens open in the upper layers (--tail_open_tokens 6)", "student-tova-l6-tail2-open6-steps2000-"
      "train128-fp32-lr3e-4-grouped-posweight-final4-ata7c29c0", "deferred-depth-s75-l6-tail2-open6", "words being "
      "typed through 2 layers, trained"),
+    ("the same, 8 tokens open in the upper layers (--tail_open_tokens 8)", "student-tova-l6-tail2-open8-steps2000-"
+     "train128-fp32-lr3e-4-grouped-posweight-final4-at37ae4d5", "deferred-depth-s75-l6-tail2-open8", "words being "
+     "typed through 2 layers, trained"),
 )
 
 

@@ -2099,6 +2099,11 @@ SHARD=$(ls -d ~/.cache/tf2rnn_hf/trajectories/token-7d3ee518c782bba9/shards/* | 
 done > benchmarks/probes/results/train-step-s77-open-upper.txt
 # -> three batches (64 x 10, 16 and 30 tokens): 1.553 s causal, 2.628 s with 4 open (1.69x), 3.852 s with 6 (2.48x),
 # -> 4.437 s with 8 (2.86x).
+# Eight open tokens, then, at 2.86x a step (session 76's 4-5x was that host's with a probe beside):
+open_upper 8 37ae4d5
+# -> 0.9667 / 0.727 / STS-B 81.40, passages 0.881 / 0.688; in training 0.9714 / 0.7801 (2,038 s, a test run beside
+# -> most of it); inside a word 0.9163 / 0.600: +0.013 NA@10 over six (the curve 0.658 / 0.692 / 0.714 / 0.727 for
+# -> 0 / 4 / 6 / 8 open tokens).
 # Session 77: the fused step of a tail_open_tokens student (tf2rnn_tova_commit_open at a word's end; deferring streams
 # on their live cache). Fresh shapes as session 66's (32 slots, every product on the int4 grid): six layers with K = 2,
 # causal and with four tokens open in layers 2-5, typed in one run (`--quick`), alone on a Zen 3 host (AVX2).
@@ -2109,4 +2114,4 @@ int4_shape l6-tail2-open4-s32-int4 6 2 "" "" 4
 # -> v77, teacher over student at 64 / 256 tokens: keystroke inside a word 113x / 255x causal, 122x / 262x with four
 # -> open (the causal student's arithmetic); typing mean / word end / inside a word 97x / 75x / 122x and 231x / 163x /
 # -> 304x causal, 96x / 48x / 137x and 220x / 109x / 310x with four open; with idle_commits, counting idle(), 116x /
-# -> 275x and 102x / 207x: a word's end costs ~1.5x (the open block's W - 1 tokens rerun layers 2-5).
+# -> 275x and 101x / 207x: a word's end costs ~1.5x (the open block's W - 1 tokens rerun layers 2-5).
