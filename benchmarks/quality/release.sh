@@ -33,6 +33,10 @@
 #     NAME=tf2rnn-minilm-l6-tail2-int4 PRESET=inherited-fast EXTRA="--num_hidden_layers 6 --learning_rate 3e-4
 #     --tail_layers 2" SLOTS=32 INT4_STEPS=3000. With INT4_EXTRA="--weight_scale learned" (session 67, its stage run
 #     from this fp32 stage by student.sh): 0.9619 / 0.741 / STS-B 81.23 where max-abs scales gave 0.9575 / 0.727.
+#   tf2rnn-minilm-l6-tail2-open8-int4 (session 77's candidate, not yet run): session 66's with the newest 8 tokens open
+#     in its four per-word layers (at 2,000 steps +0.069 NA@10 over causal ones for 2.86x a step; the fused step runs
+#     it, a keystroke inside a word at the causal cost): NAME=tf2rnn-minilm-l6-tail2-open8-int4 PRESET=inherited-fast
+#     EXTRA="--num_hidden_layers 6 --learning_rate 3e-4 --tail_layers 2 --tail_open_tokens 8" SLOTS=32 INT4_STEPS=3000.
 #   tf2rnn-minilm-l6: all six layers, causal, by the same recipe at lr 3e-4, the recipe's second seed (session 50):
 #     NAME=tf2rnn-minilm-l6 PRESET=inherited-fast EXTRA="--num_hidden_layers 6 --learning_rate 3e-4 --seed 1". Its
 #     first (seed 0) is student.sh's session-49 row.
