@@ -1420,7 +1420,13 @@ TYPING = (("two whole layers", "student-speed-v66-2", "shape-l2-s32-int4_int8"),
           ("v77: the same, 4 tokens open in the upper layers", "student-speed-v77", "shape-l6-tail2-open4-s32-int4_int8"),
           ("v77: the same, 4 open, idle_commits", "student-speed-v77", "shape-l6-tail2-open4-s32-int4_int8_idle_commits"),
           ("v77: the same, 4 open, every layer at every keystroke (whole states)", "student-speed-v77",
-           "shape-l6-tail2-open4-s32-int4_int8_every_layer"))
+           "shape-l6-tail2-open4-s32-int4_int8_every_layer"),
+          ("v77b (again, with 6 and 8 open): six layers, K = 2, int4", "student-speed-v77b", "shape-l6-tail2-s32-int4_int8"),
+          ("v77b: the same, idle_commits", "student-speed-v77b", "shape-l6-tail2-s32-int4_int8_idle_commits"),
+          ("v77b: 6 tokens open in the upper layers", "student-speed-v77b", "shape-l6-tail2-open6-s32-int4_int8"),
+          ("v77b: 6 open, idle_commits", "student-speed-v77b", "shape-l6-tail2-open6-s32-int4_int8_idle_commits"),
+          ("v77b: 8 tokens open in the upper layers", "student-speed-v77b", "shape-l6-tail2-open8-s32-int4_int8"),
+          ("v77b: 8 open, idle_commits", "student-speed-v77b", "shape-l6-tail2-open8-s32-int4_int8_idle_commits"))
 
 
 def typing_table() -> str:

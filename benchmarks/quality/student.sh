@@ -2115,3 +2115,12 @@ int4_shape l6-tail2-open4-s32-int4 6 2 "" "" 4
 # -> open (the causal student's arithmetic); typing mean / word end / inside a word 97x / 75x / 122x and 231x / 163x /
 # -> 304x causal, 96x / 48x / 137x and 220x / 109x / 310x with four open; with idle_commits, counting idle(), 116x /
 # -> 275x and 101x / 207x: a word's end costs ~1.5x (the open block's W - 1 tokens rerun layers 2-5).
+# The same with six and eight open tokens, beside the causal shape in one run, alone:
+int4_shape l6-tail2-open6-s32-int4 6 2 "" "" 6
+int4_shape l6-tail2-open8-s32-int4 6 2 "" "" 8
+[ -f "$OUT/student-speed-v77b.json" ] || $PY benchmarks/run.py --quick --output "$OUT/student-speed-v77b.json" \
+  --compare outputs/shape-l6-tail2-s32-int4 outputs/shape-l6-tail2-open6-s32-int4 outputs/shape-l6-tail2-open8-s32-int4
+# -> v77b, 64 / 256 tokens: keystroke inside a word 111x / 313x causal, 108x / 314x six open, 102x / 313x eight open
+# -> (v77's 113x / 255x for the same causal shape: --quick runs move 10-20%); typing word end 63x / 154x, 42x / 104x,
+# -> 44x / 111x; idle()'s median 91-122 us, 160-251 us, 177-278 us; with idle_commits, counting idle(), 124x / 292x,
+# -> 98x / 247x, 87x / 228x.
