@@ -373,6 +373,9 @@ class Int8TOVAStep(_FusedStep):
         if self.tail_layers is not None:  # the adapter in int8 per row (tf2rnn_tova_step_deferred)
             self._adapter = (*quantize_rows(cell.tail_adapter.weight), _fp32(cell.tail_adapter.bias))
             self._adapter_pointers = tuple(t.data_ptr() for t in self._adapter)
+        # A word's end: one row a token into each upper layer, or with `tail_open_tokens` the open block's commits
+        # (the same arguments).
+        self._commit = self.lib.tf2rnn_tova_commit_open if self.tail_open > 1 else self.lib.tf2rnn_tova_commit
 
     def __call__(self, input_ids, state: TF2RNNState):
         """(embedding [1, O], new state) after one token (an int or a one-element tensor); `state` is a
@@ -428,16 +431,9 @@ class Int8TOVAStep(_FusedStep):
         tsum = state.token_sum if state.token_sum.is_contiguous() else state.token_sum.contiguous()
         emb = torch.empty(1, self.output_size)
         _follow_torch_threads(self.lib)
-        if self.tail_open > 1:
-            self.lib.tf2rnn_tova_commit_open(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
-                                             self._pointers(*(t.data_ptr() for t in old)),
-                                             self._pointers(*(t.data_ptr() for t in new)), None, None, None,
-                                             tsum.data_ptr(), state.seen_tokens.data_ptr(), emb.data_ptr())
-            return emb, TF2RNNState(tuple(new), state.token_sum, state.seen_tokens, emb)
-        self.lib.tf2rnn_tova_commit(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
-                                    self._pointers(*(t.data_ptr() for t in old)),
-                                    self._pointers(*(t.data_ptr() for t in new)), None, None, None, tsum.data_ptr(),
-                                    state.seen_tokens.data_ptr(), emb.data_ptr())
+        self._commit(self._params_ref, self.tail_layers, held.shape[1], held.data_ptr(),
+                     self._pointers(*(t.data_ptr() for t in old)), self._pointers(*(t.data_ptr() for t in new)), None,
+                     None, None, tsum.data_ptr(), state.seen_tokens.data_ptr(), emb.data_ptr())
         return emb, TF2RNNState(tuple(new), state.token_sum, state.seen_tokens, emb)
 
     # A deferring stream (`BatchStreamingEncoder` with `defer_words`) on a live cache: each step one record, as
@@ -501,19 +497,16 @@ class Int8TOVAStep(_FusedStep):
                     held: int, n: int) -> ctypes.Array:
         """`commit_word` of a stream's live cache for its `n` held outputs (at `held`), in place. Returns the
         record."""
-        args = (held, *kv)
-        if self.tail_open == 1:
-            record, base, (_, _, rows, slots, replaced) = self._deferred_record(kv, small, True, n)
-            commit = self.lib.tf2rnn_tova_commit
-        else:  # the blocks the word fills, after the open tokens the parent holds
+        groups = n
+        if self.tail_open > 1:  # the blocks the word fills, after the open tokens the parent holds
             opened = ctypes.c_float.from_address(small[self.small.index(3 * self.layers + 1)]).value
-            blocks = (int(opened) + n) // self.tail_open
-            record, base, (_, _, rows, slots, replaced) = self._deferred_record(kv, small, True, blocks)
-            ctypes.c_int32.from_buffer(record, 4 * self._record_head).value = blocks
-            commit = self.lib.tf2rnn_tova_commit_open
+            groups = (int(opened) + n) // self.tail_open
+        record, base, (_, _, rows, slots, replaced) = self._deferred_record(kv, small, True, groups)
+        if self.tail_open > 1:
+            ctypes.c_int32.from_buffer(record, 4 * self._record_head).value = groups
         _follow_torch_threads(self.lib)
-        commit(self._params_ref, self.tail_layers, n, *args, base + 4 * rows, base + 4 * slots, base + 4 * replaced,
-               token_sum, ctypes.byref(ctypes.c_int64(seen)), base + 4 * self._record_emb)
+        self._commit(self._params_ref, self.tail_layers, n, held, *kv, base + 4 * rows, base + 4 * slots,
+                     base + 4 * replaced, token_sum, ctypes.byref(ctypes.c_int64(seen)), base + 4 * self._record_emb)
         if self.residual:  # the word is in the token sum already: the record keeps it for the steps after
             ctypes.memmove(base + 4 * self._record_tsum, token_sum, 4 * self.output_size)
         return record

@@ -759,6 +759,12 @@ void tf2rnn_tova_open_step(const tf2rnn_tova_params *p, int64_t token, int32_t W
                       tsum_out, q, emb);
 }
 
+/* The pooled mean's weights of the W positions of a block after `committed` tokens (step n weighs (n + 1) ** pool_exp,
+ * the block's first step being committed + 1). */
+static void block_weights(const tf2rnn_tova_params *p, float committed, int W, float *weight) {
+    for (int i = 0; i < W; ++i) weight[i] = p->weighted ? powf(committed + 2.f + (float)i, p->pool_exp) : 1.f;
+}
+
 /* `tail_layers` with `tail_open_tokens` W (TOVAAttentionCell._step_upper_open): a finished word's n held layer-K
  * outputs (held [n, H]) join the upper layers' open block; each block of W that fills runs through layers [K, L) and
  * enters their caches (block_layer), and the block left open runs through them once more for the output: the
@@ -788,7 +794,7 @@ void tf2rnn_tova_commit_open(const tf2rnn_tova_params *p, int32_t K, int32_t n, 
     }
     memcpy(block, in[at], sizeof(float) * (size_t)before * H);
     float committed = count - (float)before;  /* tokens in the upper layers' caches, a multiple of W */
-    for (int i = 0; i < W; ++i) weight[i] = p->weighted ? powf(committed + 2.f + (float)i, p->pool_exp) : 1.f;
+    block_weights(p, committed, W, weight);
     const float total = count > 0.f ? (p->weighted ? in[base][0] : count + 1.f) : 1.f;
     float done_total = total;
     for (int i = 0; i < before; ++i) done_total -= weight[i];
@@ -823,8 +829,7 @@ void tf2rnn_tova_commit_open(const tf2rnn_tova_params *p, int32_t K, int32_t n, 
             if (commit) {
                 for (int i = 0; i < W; ++i) done_total += weight[i];
                 committed += (float)W;
-                for (int i = 0; i < W; ++i)
-                    weight[i] = p->weighted ? powf(committed + 2.f + (float)i, p->pool_exp) : 1.f;
+                block_weights(p, committed, W, weight);
             }
         }
         before = commit ? 0 : r;
