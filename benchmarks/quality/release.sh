@@ -37,6 +37,10 @@
 #     in its four per-word layers (at 2,000 steps +0.069 NA@10 over causal ones for 2.86x a step; the fused step runs
 #     it, a keystroke inside a word at the causal cost): NAME=tf2rnn-minilm-l6-tail2-open8-int4 PRESET=inherited-fast
 #     EXTRA="--num_hidden_layers 6 --learning_rate 3e-4 --tail_layers 2 --tail_open_tokens 8" SLOTS=32 INT4_STEPS=3000.
+#     It needs a CPU with native bf16 (AVX512-BF16 or AMX: the recipe's --bf16 default) or a GPU to fit 90 minutes.
+#     Session 78 started it on a Zen 3 with neither (TRAIN_TEXTS=150000, fp32 products): the trajectories took 50
+#     minutes and training ran 0.42 steps a second (45 minutes: ~1,100 steps; session 77's 2,000 steps of eight ran
+#     in bf16 at ~1 a second), so it was stopped at step 250 (docs/experiments.md, session 78).
 #   tf2rnn-minilm-l6: all six layers, causal, by the same recipe at lr 3e-4, the recipe's second seed (session 50):
 #     NAME=tf2rnn-minilm-l6 PRESET=inherited-fast EXTRA="--num_hidden_layers 6 --learning_rate 3e-4 --seed 1". Its
 #     first (seed 0) is student.sh's session-49 row.

@@ -2124,3 +2124,25 @@ int4_shape l6-tail2-open8-s32-int4 6 2 "" "" 8
 # -> (v77's 113x / 255x for the same causal shape: --quick runs move 10-20%); typing word end 63x / 154x, 42x / 104x,
 # -> 44x / 111x; idle()'s median 91-122 us, 160-251 us, 177-278 us; with idle_commits, counting idle(), 124x / 292x,
 # -> 98x / 247x, 87x / 228x.
+# Session 78 (a Zen 3 host, family 25: no AVX512, so the recipe trains in fp32; no GPU lent). release.sh's
+# tf2rnn-minilm-l6-tail2-open8-int4 recipe with TRAIN_TEXTS=150000 was stopped at step 250: the trajectories took 50
+# minutes and training ran 0.42 steps a second, so 45 minutes would train ~1,100 steps and the int4 stage would not fit
+# the session. Sessions 75-77's 2,000-step rows mixed precisions too: the control and four open tokens trained in fp32,
+# six and eight in bf16 (each row's args.training.bf16). What this host can answer: at equal CPU time on the
+# release's texts (150,000 drawn across sources, cached by the stopped run), do eight open upper tokens beat causal
+# upper layers, whose step is 2.86x cheaper? 30 minutes each, one after the other, alone; scored at 128 slots.
+minutes_row() {  # NAME MINUTES -- options: RELEASE6 on 150,000 texts for MINUTES on both cores, then scored on all
+  # of `tf2rnn evaluate`'s suites (passages included) at the trained 128 slots
+  local name=$1 minutes=$2; shift 2
+  if [ ! -f "$OUT/student-$name.json" ]; then
+    OMP_NUM_THREADS=2 $PY examples/distill.py "${RELEASE6[@]}" --max_train_texts 150000 --train_minutes "$minutes" \
+      --per_device_train_batch_size 64 --report_to none --disable_tqdm true --output_dir "outputs/student-$name" "$@" \
+      > "$OUT/student-$name.log" 2>&1
+    cp "outputs/student-$name/results.json" "$OUT/student-$name.json"
+  fi
+  [ -f "$OUT/student-$name-eval.json" ] || { .venv/bin/tf2rnn evaluate "outputs/student-$name" \
+    --output "outputs/student-$name/eval" > "$OUT/student-$name-eval.log" 2>&1 &&
+    cp "outputs/student-$name/eval/results.json" "$OUT/student-$name-eval.json"; }
+}
+minutes_row tova-l6-tail2-open8-sampled150k-stride3-30min-fp32-lr3e-4-at29202ae 30 --tail_open_tokens 8
+minutes_row tova-l6-tail2-sampled150k-stride3-30min-fp32-lr3e-4-at29202ae 30
