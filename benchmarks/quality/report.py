@@ -1334,6 +1334,10 @@ PER_WORD = (
     ("the same, 8 tokens open in the upper layers (--tail_open_tokens 8)", "student-tova-l6-tail2-open8-steps2000-"
      "train128-fp32-lr3e-4-grouped-posweight-final4-at37ae4d5", "deferred-depth-s75-l6-tail2-open8", "words being "
      "typed through 2 layers, trained"),
+    ("session 78, equal CPU time: causal upper layers, the release's texts, 30 minutes (2,104 steps)",
+     "student-tova-l6-tail2-sampled150k-stride3-30min-fp32-lr3e-4-at29202ae", None, None),
+    ("session 78, equal CPU time: 8 tokens open in the upper layers, the same 30 minutes (843 steps)",
+     "student-tova-l6-tail2-open8-sampled150k-stride3-30min-fp32-lr3e-4-at29202ae", None, None),
 )
 
 
@@ -1358,8 +1362,10 @@ def per_word_table() -> str:
                         "inside a word: all-prefix cosine": inside["prefix_cosine"],
                         "inside a word: NA@10": inside["neighbour_agreement@10"]})
         rows[label] = row
-    return format_table(rows, "Depth paid per word (student.sh, sessions 65 and 75-77, a Zen 3 host): causal layers "
-                              "at 32 slots (128 where named), make distill's 12,000 texts, fp32; the full embedding scored as session 61's rows, the "
+    return format_table(rows, "Depth paid per word (student.sh, sessions 65 and 75-78): causal layers at 32 slots (128 "
+                              "where named), make distill's 12,000 texts, fp32 (six and eight open tokens at 2,000 "
+                              "steps: bf16; session 78's rows: the release's 150,000 texts, fp32, 30 minutes each on "
+                              "one Zen 3 host); the full embedding scored as session 61's rows, the "
                               "one shown inside a word (the layers above K waiting for its end: --tail_layers) by "
                               "benchmarks/probes/deferred_depth.py on the same held-out texts at every token prefix; "
                               "two whole layers show their only embedding") if rows else ""
